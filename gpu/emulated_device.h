@@ -1,0 +1,40 @@
+// EmulatedDevice: a device without a GPU, for machines and tests that have none.
+//
+// CopyIn() really copies the batch (memcpy into one of two device-side input buffers, so
+// the host memory traffic of a transfer is real). Step() is busy for exactly `step_time`
+// against absolute deadlines: a step starts at max(previous step's end, batch arrival) and
+// ends step_time later on the logical timeline, and the thread sleeps until that absolute
+// time (clock_nanosleep TIMER_ABSTIME). Sleep overshoot therefore never counts as busy time
+// and never accumulates from step to step — the flaw of sleep()-based emulators.
+//
+// Thread-safety: CopyIn() and Step() may run concurrently on different buffers.
+#ifndef STALLSCOPE_GPU_EMULATED_DEVICE_H_
+#define STALLSCOPE_GPU_EMULATED_DEVICE_H_
+
+#include <memory>
+#include <vector>
+
+#include "pipeline/device.h"
+
+namespace stallscope {
+
+class EmulatedDevice final : public Device {
+ public:
+  explicit EmulatedDevice(double step_seconds) : step_seconds_(step_seconds) {}
+
+  std::string name() const override { return "emulated"; }
+  void Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) override;
+  double CopyIn(int buffer, const DeviceBatch& batch) override;
+  StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) override;
+  double nominal_step_seconds() const override { return step_seconds_; }
+
+ private:
+  const double step_seconds_;
+  uint64_t capacity_ = 0;
+  std::unique_ptr<std::byte[]> inputs_[2];
+  std::vector<uint32_t> labels_[2];
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_GPU_EMULATED_DEVICE_H_

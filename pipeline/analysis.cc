@@ -1,0 +1,235 @@
+#include "pipeline/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "pipeline/units.h"
+
+namespace stallscope {
+namespace {
+
+double Overlap(double a, double z, double lo, double hi) {
+  return std::max(0.0, std::min(z, hi) - std::max(a, lo));
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Nearest-rank on the sorted values.
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+// Total length of the union of [start, end) intervals.
+double UnionLength(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_s = 0, cur_e = -1;
+  bool open = false;
+  for (const auto& [s, e] : iv) {
+    if (!open || s > cur_e) {
+      if (open) total += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+      open = true;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (open) total += cur_e - cur_s;
+  return total;
+}
+
+const char* Noun(const std::string& stage) {
+  if (stage == "fetch") return "storage";
+  if (stage == "preprocess") return "preprocessing";
+  return "the host-to-device copy";
+}
+
+std::string Pct(double r) { return fmt::format("{:.0f}%", r * 100); }
+
+void Verdict(VariantResult& v, const AnalysisInputs& in) {
+  struct Stage {
+    std::string name;
+    std::optional<double> capacity;
+    double stall;
+  };
+  const std::vector<Stage> stages = {{"fetch", v.capacity_fetch, v.stall.fetch},
+                                     {"preprocess", v.capacity_preprocess, v.stall.preprocess},
+                                     {"transfer", v.capacity_transfer, v.stall.transfer}};
+  const Stage* slowest = nullptr;
+  for (const Stage& s : stages) {
+    if (s.capacity && (!slowest || *s.capacity < *slowest->capacity)) slowest = &s;
+  }
+  const Stage* most_stalled = &stages[0];
+  for (const Stage& s : stages) {
+    if (s.stall > most_stalled->stall) most_stalled = &s;
+  }
+  const double demand = v.capacity_gpu;
+  if (demand <= 0) {  // a zero step time: the GPU waits for whatever is slowest
+    const Stage* s = slowest ? slowest : most_stalled;
+    v.bottleneck_stage = s->name;
+    v.bottleneck_text =
+        fmt::format("{}-bound: the step takes no time, so {} sets the pace at {:.0f} samples/s",
+                    s->name, Noun(s->name), s->capacity.value_or(v.samples_per_second));
+    return;
+  }
+  if (slowest && *slowest->capacity < 0.97 * demand && v.gpu_idle_fraction >= 0.02) {
+    v.bottleneck_stage = slowest->name;
+    v.bottleneck_text = fmt::format("{}-bound: {} delivers {} of what the GPU consumes",
+                                    slowest->name, Noun(slowest->name),
+                                    Pct(*slowest->capacity / demand));
+    return;
+  }
+  const std::string headroom =
+      slowest ? fmt::format("the slowest input stage ({}) could deliver {} of what it consumes",
+                            slowest->name, Pct(*slowest->capacity / demand))
+              : std::string("no input stage was measured");
+  if (v.gpu_idle_fraction < 0.05) {
+    v.bottleneck_stage = "gpu";
+    v.bottleneck_text = fmt::format("compute-bound: the GPU is busy {} of the window; {}",
+                                    Pct(1 - v.gpu_idle_fraction), headroom);
+    return;
+  }
+  // Idle without a capacity deficit: either a transient (epoch 0 filling a cache) or latency
+  // that the prefetch depth does not hide.
+  if (v.epochs.size() > 1 && v.epochs.front().gpu_idle_fraction >= 0.05) {
+    double busy = 0, span = 0;
+    for (size_t e = 1; e < v.epochs.size(); ++e) {
+      span += v.epochs[e].window_seconds;
+      busy += v.epochs[e].window_seconds * (1 - v.epochs[e].gpu_idle_fraction);
+    }
+    const double later_idle = span > 0 ? 1 - busy / span : 1;
+    if (later_idle < 0.05) {
+      v.bottleneck_stage = "gpu";
+      v.bottleneck_text = fmt::format(
+          "compute-bound after epoch 0: later epochs idle {:.1f}%; epoch 0 idled {:.0f}%{} "
+          "({}-stalled)",
+          later_idle * 100, v.epochs.front().gpu_idle_fraction * 100,
+          in.have_cache ? " while the cache filled" : "", most_stalled->name);
+      return;
+    }
+  }
+  v.bottleneck_stage = most_stalled->name;
+  v.bottleneck_text = fmt::format(
+      "{}-bound by latency: {} could deliver {} of what the GPU consumes, yet {} of stalls "
+      "remain; raise loader.prefetch (now {}){}",
+      most_stalled->name, Noun(most_stalled->name),
+      most_stalled->capacity ? Pct(*most_stalled->capacity / demand) : std::string("?"),
+      FormatDuration(most_stalled->stall), in.prefetch,
+      most_stalled->name == "fetch" ? " or storage.max_inflight" : "");
+}
+
+}  // namespace
+
+VariantResult Analyze(const std::string& name, const RunRecord& run, const AnalysisInputs& in) {
+  const auto& b = run.batches;
+  const size_t n = b.size();
+  const size_t w = in.warmup_steps;
+  if (n <= w) {
+    throw std::invalid_argument(fmt::format(
+        "the run has {} step(s) but run.warmup_steps is {}: nothing left to measure; lower "
+        "run.warmup_steps or raise run.epochs / dataset.samples",
+        n, w));
+  }
+  VariantResult v;
+  v.name = name;
+  v.device = run.device;
+  v.steps = n;
+  const double window_start = b[w].step_start;
+  const double window_end = b[n - 1].step_end;
+  v.window_seconds = window_end - window_start;
+  v.wall_seconds = run.end - run.start;
+
+  std::vector<double> waits;
+  uint64_t window_samples = 0;
+  for (size_t k = w; k < n; ++k) {
+    v.busy_seconds += b[k].step_busy;
+    window_samples += b[k].samples - b[k].skipped;
+    if (k == w) continue;
+    const double a = b[k - 1].step_end, z = b[k].step_start;
+    waits.push_back(std::max(0.0, z - a));
+    v.stall.fetch += Overlap(a, z, -1e300, b[k].fetch_done);
+    v.stall.preprocess += Overlap(a, z, b[k].fetch_done, b[k].preprocess_done);
+    v.stall.transfer += Overlap(a, z, b[k].preprocess_done, b[k].copy_done);
+  }
+  const double idle_seconds = std::max(0.0, v.window_seconds - v.busy_seconds);
+  v.stall.other =
+      std::max(0.0, idle_seconds - (v.stall.fetch + v.stall.preprocess + v.stall.transfer));
+  v.gpu_idle_fraction = v.window_seconds > 0 ? idle_seconds / v.window_seconds : 0;
+  v.au = v.window_seconds > 0 ? v.busy_seconds / v.window_seconds : 1;
+  v.samples_per_second = v.window_seconds > 0 ? window_samples / v.window_seconds : 0;
+  v.step_wait_p50 = Percentile(waits, 0.50);
+  v.step_wait_p99 = Percentile(waits, 0.99);
+
+  // Totals over the whole run.
+  uint64_t samples = 0, hits = 0, lookups = 0;
+  std::vector<uint64_t> tier_bytes(run.cache.size(), 0);
+  std::vector<std::pair<double, double>> fetch_intervals;
+  double copy_seconds = 0;
+  for (const BatchRecord& r : b) {
+    samples += r.samples - r.skipped;
+    v.bytes_storage += r.storage_bytes;
+    for (size_t t = 0; t < run.cache.size(); ++t) {
+      hits += r.cache_hits[t];
+      tier_bytes[t] += r.cache_bytes[t];
+    }
+    lookups += r.samples;
+    fetch_intervals.emplace_back(r.fetch_start, r.fetch_done);
+    copy_seconds += r.copy_seconds;
+  }
+  v.samples_delivered = samples;
+  v.samples_verified = run.samples_verified;
+  v.integrity_errors = run.integrity_errors;
+  v.samples_skipped = run.skipped_samples.size();
+  v.skipped_samples = run.skipped_samples;
+  v.read_errors = run.read_errors;
+  v.cache_hit_ratio = lookups ? static_cast<double>(hits) / lookups : 0;
+  uint64_t total_bytes = v.bytes_storage;
+  for (size_t t = 0; t < run.cache.size(); ++t) {
+    const TierStats& s = run.cache[t];
+    TierResult tr{s.name, s.policy, s.hits, s.misses, s.evictions, 0, tier_bytes[t]};
+    tr.hit_ratio = s.hits + s.misses ? static_cast<double>(s.hits) / (s.hits + s.misses) : 0;
+    v.cache.push_back(tr);
+    v.bytes_by_tier.emplace_back(s.name, tier_bytes[t]);
+    total_bytes += tier_bytes[t];
+  }
+  v.bytes_per_second = v.wall_seconds > 0 ? total_bytes / v.wall_seconds : 0;
+
+  const double fetch_busy = UnionLength(fetch_intervals);
+  if (fetch_busy > 0) v.capacity_fetch = samples / fetch_busy;
+  if (run.preprocess_stage && run.worker_busy_seconds > 0) {
+    v.capacity_preprocess = samples / run.worker_busy_seconds * in.workers;
+  }
+  if (copy_seconds > 0) v.capacity_transfer = samples / copy_seconds;
+  v.capacity_gpu = in.nominal_step_seconds > 0 ? in.batch_size / in.nominal_step_seconds : 0;
+
+  // Per epoch: each step's span runs from the end of the previous step (or the window start).
+  uint32_t epochs = b.back().epoch + 1;
+  v.epochs.resize(epochs);
+  std::vector<double> e_busy(epochs, 0), e_span(epochs, 0);
+  std::vector<uint64_t> e_samples(epochs, 0), e_hits(epochs, 0), e_lookups(epochs, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t e = b[k].epoch;
+    for (size_t t = 0; t < run.cache.size(); ++t) e_hits[e] += b[k].cache_hits[t];
+    e_lookups[e] += b[k].samples;
+    if (k < w) continue;
+    const double from = k == w ? b[k].step_start : b[k - 1].step_end;
+    e_span[e] += b[k].step_end - from;
+    e_busy[e] += b[k].step_busy;
+    e_samples[e] += b[k].samples - b[k].skipped;
+  }
+  for (uint32_t e = 0; e < epochs; ++e) {
+    EpochResult& er = v.epochs[e];
+    er.epoch = e;
+    er.window_seconds = e_span[e];
+    er.gpu_idle_fraction = e_span[e] > 0 ? std::max(0.0, 1 - e_busy[e] / e_span[e]) : 0;
+    er.samples_per_second = e_span[e] > 0 ? e_samples[e] / e_span[e] : 0;
+    er.cache_hit_ratio = e_lookups[e] ? static_cast<double>(e_hits[e]) / e_lookups[e] : 0;
+  }
+  Verdict(v, in);
+  return v;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,90 @@
+// Analysis: from a RunRecord's per-batch milestones to the numbers DESIGN.md defines.
+//
+//   window      = start of step `warmup_steps` .. end of the last step
+//   idle        = 1 - busy / window;  AU = sum of step compute times / window
+//   stall       = for each step after the first in the window, the gap between the end of
+//                 the previous step and the start of this one, charged to the stage batch k
+//                 was in during the gap: fetch (until all its samples were read),
+//                 preprocess (until all were preprocessed), transfer (until the copy to the
+//                 device finished); the rest of the gap (step-launch delay) is `other`.
+//   capacities  = each stage's rate while it was busy: fetch = samples / union of fetch
+//                 intervals, preprocess = samples / worker-busy-seconds × workers, transfer =
+//                 samples / copy seconds, gpu = batch / step time.
+//   verdict     = the stage that limits the GPU (see Verdict() in analysis.cc for the rule).
+//
+// Thread-safety: pure functions over their arguments.
+#ifndef STALLSCOPE_PIPELINE_ANALYSIS_H_
+#define STALLSCOPE_PIPELINE_ANALYSIS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/pipeline.h"
+
+namespace stallscope {
+
+struct StageSeconds {
+  double fetch = 0, preprocess = 0, transfer = 0, other = 0;
+  double total() const { return fetch + preprocess + transfer + other; }
+};
+
+struct EpochResult {
+  uint32_t epoch = 0;
+  double gpu_idle_fraction = 0;
+  double cache_hit_ratio = 0;
+  double samples_per_second = 0;
+  double window_seconds = 0;
+};
+
+struct TierResult {
+  std::string name;
+  std::string policy;
+  uint64_t hits = 0, misses = 0, evictions = 0;
+  double hit_ratio = 0;
+  uint64_t bytes = 0;  // bytes served from the tier
+};
+
+struct VariantResult {
+  std::string name;
+  double gpu_idle_fraction = 0;
+  double au = 0;
+  double window_seconds = 0;
+  double wall_seconds = 0;
+  double busy_seconds = 0;
+  double samples_per_second = 0;
+  double bytes_per_second = 0;  // bytes read (storage + cache tiers) per wall second
+  uint64_t bytes_storage = 0;
+  std::vector<std::pair<std::string, uint64_t>> bytes_by_tier;  // memory, disk
+  StageSeconds stall;
+  std::string bottleneck_stage;  // fetch | preprocess | transfer | gpu
+  std::string bottleneck_text;
+  // Samples per second; nullopt when a stage did no work (e.g. no preprocessing).
+  std::optional<double> capacity_fetch, capacity_preprocess, capacity_transfer;
+  double capacity_gpu = 0;
+  std::vector<TierResult> cache;
+  double cache_hit_ratio = 0;  // over all tiers
+  uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
+  uint64_t read_errors = 0;
+  std::vector<uint64_t> skipped_samples;
+  double step_wait_p50 = 0, step_wait_p99 = 0;
+  uint64_t steps = 0;
+  std::vector<EpochResult> epochs;
+  std::string device;
+};
+
+struct AnalysisInputs {
+  uint32_t warmup_steps = 1;
+  uint32_t batch_size = 1;
+  uint32_t workers = 1;
+  uint32_t prefetch = 0;
+  double nominal_step_seconds = 0;  // the device's busy time per step when fed at once
+  bool have_cache = false;
+};
+
+// Throws std::invalid_argument when the run has no step after the warm-up.
+VariantResult Analyze(const std::string& name, const RunRecord& run, const AnalysisInputs& in);
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_PIPELINE_ANALYSIS_H_

@@ -1,0 +1,71 @@
+// Device: what the pipeline feeds. The pipeline knows this interface and never CUDA.
+//
+// A device has two input buffers (double buffering): the copy of batch k+1 into one buffer
+// overlaps the training step on batch k in the other. The pipeline calls CopyIn() from its
+// copy thread and Step() from its device thread; a buffer is never copied into while a step
+// reads it. Implementations: EmulatedDevice (gpu/emulated_device.h) and, on a GPU host,
+// CudaDevice.
+//
+// Times are MonotonicSeconds(): seconds on the steady clock, shared by every stage.
+//
+// Thread-safety: CopyIn() and Step() are called from two different threads concurrently,
+// on different buffers.
+#ifndef STALLSCOPE_PIPELINE_DEVICE_H_
+#define STALLSCOPE_PIPELINE_DEVICE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace stallscope {
+
+inline double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A staged batch in host memory, laid out as `samples` rows of `row_bytes`.
+struct DeviceBatch {
+  uint64_t step = 0;
+  uint32_t samples = 0;
+  const std::byte* data = nullptr;
+  uint64_t row_bytes = 0;
+  bool rows_are_floats = false;  // normalized float32 rows, or raw bytes
+  const uint32_t* labels = nullptr;
+  uint64_t bytes() const { return samples * row_bytes; }
+};
+
+struct StepTiming {
+  double start = 0;  // when the step began on the device
+  double end = 0;    // when it finished
+  double busy = 0;   // device busy seconds within [start, end]
+};
+
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // "emulated", "cuda:NVIDIA H200".
+  virtual std::string name() const = 0;
+  // Allocates the two input buffers. Called once before the first CopyIn().
+  virtual void Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) = 0;
+  // Copies `batch` into input buffer `buffer` (0 or 1). When it returns, the host memory
+  // may be reused. Returns the seconds the copy took on the device's copy engine.
+  virtual double CopyIn(int buffer, const DeviceBatch& batch) = 0;
+  // Runs one training step on `buffer`. The step may not start before `earliest_start`
+  // (when the previous step ended, or when this batch arrived, whichever is later).
+  // Blocks until the step is complete.
+  virtual StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) = 0;
+  // Busy seconds a step takes when fed at once (the GPU's demand: batch / step_seconds).
+  virtual double nominal_step_seconds() const = 0;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_PIPELINE_DEVICE_H_

@@ -1,0 +1,165 @@
+// Pipeline: one run of the loader against a device, recorded step by step.
+//
+//   fetcher thread ── cache lookup (hit: copy) | miss: Storage::Submit ──┐
+//                                     storage threads complete reads ────┤ batch fetched
+//   worker threads (loader.workers) ── verify + preprocess, in chunks ───┤ batch ready
+//   copy thread ── Device::CopyIn into the free input buffer, slot freed ┤ batch on device
+//   device thread (the caller of Run) ── Device::Step ───────────────────┘
+//
+// Memory is allocated once, before the first read: prefetch + 1 staging slots, each holding
+// one batch of raw bytes and (with normalize) its float rows. A slot moves free → fetching →
+// fetched → ready → free (after the copy), DALI's free/ready discipline. The fetcher may work
+// on batch b only while b <= (the batch the device is on) + prefetch, so prefetch 0 means no
+// overlap at all between loading and the step.
+//
+// Every batch's milestones (fetch start/done, preprocess done, copy start/done, step
+// start/end) are recorded; stall attribution and all reported numbers are derived from
+// them afterwards (pipeline/analysis.h).
+//
+// Thread-safety: Run() is called once, from one thread. live() may be read from any thread
+// while Run() is going.
+#ifndef STALLSCOPE_PIPELINE_PIPELINE_H_
+#define STALLSCOPE_PIPELINE_PIPELINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.h"
+#include "pipeline/device.h"
+#include "pipeline/sampler.h"
+#include "storage/storage.h"
+
+namespace stallscope {
+
+constexpr int kMaxCacheTiers = 4;
+
+struct PipelineOptions {
+  uint64_t seed = 42;
+  uint32_t batch_size = 256;
+  uint32_t prefetch = 4;
+  uint32_t workers = 2;
+  std::string preprocess = "normalize";  // none | normalize
+  double preprocess_cost = 0;            // seconds of extra CPU work per sample
+  uint32_t epochs = 1;
+  uint64_t max_steps = 0;                // 0 = whole epochs
+  bool verify = true;
+  std::string on_error = "retry";        // retry | skip | fail
+  uint32_t retries = 3;
+};
+
+// One step's batch, from its first read to the end of its training step.
+struct BatchRecord {
+  uint32_t epoch = 0;
+  uint32_t samples = 0;          // planned
+  uint32_t skipped = 0;          // given up after errors (on_error: skip)
+  uint32_t cache_hits[kMaxCacheTiers] = {};
+  uint64_t cache_bytes[kMaxCacheTiers] = {};
+  uint64_t storage_bytes = 0;
+  uint32_t storage_reads = 0;
+  double fetch_start = 0, fetch_done = 0, preprocess_done = 0;
+  double copy_start = 0, copy_done = 0, copy_seconds = 0;
+  double step_start = 0, step_end = 0, step_busy = 0;
+};
+
+struct RunRecord {
+  std::string device;
+  std::vector<BatchRecord> batches;
+  uint64_t batches_per_epoch = 0;
+  double start = 0, end = 0;  // wall span of the run
+  double worker_busy_seconds = 0;  // sum over workers of time spent preprocessing
+  bool preprocess_stage = true;    // false when there was nothing to do (none, no verify)
+  uint64_t samples_verified = 0;
+  uint64_t integrity_errors = 0;
+  uint64_t read_errors = 0;        // failed attempts, including those retried
+  std::vector<uint64_t> skipped_samples;
+  std::vector<TierStats> cache;
+  bool failed = false;
+  std::string error;
+};
+
+// Counters for a progress display; updated as the run goes.
+struct LiveCounters {
+  std::atomic<uint32_t> epoch{0};
+  std::atomic<uint64_t> steps{0};
+  std::atomic<uint64_t> samples{0};
+  std::atomic<double> busy_seconds{0};   // summed over completed steps
+  std::atomic<double> first_step_start{0};
+  std::atomic<double> last_step_end{0};
+};
+
+class Pipeline final : private ReadCallback {
+ public:
+  // Storage, cache and device are borrowed and must outlive the Pipeline.
+  // Throws std::invalid_argument for options this build cannot run.
+  Pipeline(const PipelineOptions& options, Storage& storage, Cache& cache, Device& device);
+  ~Pipeline();
+
+  RunRecord Run();
+  const LiveCounters& live() const { return live_; }
+  uint64_t total_steps() const { return total_batches_; }
+  // Bytes of staging memory allocated up front (for the start-up banner).
+  uint64_t staging_bytes() const;
+
+ private:
+  struct Slot;
+
+  void FetcherLoop();
+  void WorkerLoop(int worker);
+  void CopyLoop();
+  void StartBatch(uint64_t batch, Slot& slot, const std::vector<uint64_t>& order);
+  void OnReadComplete(const ReadRequest& request, int64_t result) override;
+  void FetchDone(Slot& slot);
+  void MarkReady(Slot& slot);
+  void Fail(const std::string& message);
+  DeviceBatch MakeDeviceBatch(const Slot& slot) const;
+
+  // Constant after construction.
+  const PipelineOptions options_;
+  Storage& storage_;
+  Cache& cache_;
+  Device& device_;
+  const Sampler sampler_;
+  uint64_t batches_per_epoch_ = 0;
+  uint64_t total_batches_ = 0;
+  uint64_t raw_stride_ = 0;     // bytes per sample in a slot's raw area
+  uint64_t staged_stride_ = 0;  // bytes per sample row handed to the device
+  bool normalize_ = false;
+  bool preprocess_stage_ = true;
+  uint32_t chunks_per_batch_ = 1;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  std::mutex mu_;
+  std::condition_variable fetch_cv_;   // slot freed, device advanced, or stop
+  std::condition_variable worker_cv_;  // batch fetched, or stop
+  std::condition_variable copy_cv_;    // batch ready, device advanced, or stop
+  std::condition_variable device_cv_;  // batch copied, or stop
+  // Guarded by mu_.
+  std::vector<int> free_slots_;
+  std::deque<int> fetched_;            // slots waiting for the workers, in batch order
+  std::vector<int> slot_of_batch_;     // -1 until the fetcher assigns one
+  std::vector<uint8_t> ready_;         // per batch: preprocessed
+  std::vector<uint8_t> copied_;        // per batch: on the device
+  uint64_t device_batch_ = 0;          // the batch the device is on or waiting for
+  uint64_t fetches_done_ = 0;
+  bool stop_ = false;
+  std::string error_;
+
+  std::vector<BatchRecord> records_;   // each field written by the stage that owns it
+  std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> reads_outstanding_{0};
+  std::atomic<uint64_t> verified_{0}, integrity_errors_{0}, read_errors_{0};
+  std::vector<double> worker_busy_;    // per worker, written by that worker
+  std::vector<uint64_t> skipped_;      // guarded by mu_
+  LiveCounters live_;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_PIPELINE_PIPELINE_H_

@@ -1,0 +1,140 @@
+#include "pipeline/report.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "pipeline/units.h"
+
+namespace stallscope {
+namespace {
+
+nlohmann::json Capacity(const std::optional<double>& c) {
+  return c ? nlohmann::json(*c) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json VariantToJson(const VariantResult& v) {
+  nlohmann::json bytes = {{"storage", v.bytes_storage}};
+  for (const auto& [tier, n] : v.bytes_by_tier) bytes[tier] = n;
+  nlohmann::json cache = nlohmann::json::object();
+  for (const TierResult& t : v.cache) {
+    cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},
+                     {"misses", t.misses},       {"hit_ratio", t.hit_ratio},
+                     {"bytes", t.bytes},         {"evictions", t.evictions}};
+  }
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochResult& e : v.epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"gpu_idle_fraction", e.gpu_idle_fraction},
+                      {"cache_hit_ratio", e.cache_hit_ratio},
+                      {"samples_per_second", e.samples_per_second},
+                      {"window_seconds", e.window_seconds}});
+  }
+  return {
+      {"name", v.name},
+      {"device", v.device},
+      {"gpu_idle_fraction", v.gpu_idle_fraction},
+      {"au", v.au},
+      {"window_seconds", v.window_seconds},
+      {"wall_seconds", v.wall_seconds},
+      {"busy_seconds", v.busy_seconds},
+      {"steps", v.steps},
+      {"samples_per_second", v.samples_per_second},
+      {"bytes_per_second", v.bytes_per_second},
+      {"bytes_read", bytes},
+      {"stall_seconds",
+       {{"fetch", v.stall.fetch},
+        {"preprocess", v.stall.preprocess},
+        {"transfer", v.stall.transfer},
+        {"other", v.stall.other}}},
+      {"bottleneck",
+       {{"stage", v.bottleneck_stage},
+        {"text", v.bottleneck_text},
+        {"capacity_samples_per_second",
+         {{"fetch", Capacity(v.capacity_fetch)},
+          {"preprocess", Capacity(v.capacity_preprocess)},
+          {"transfer", Capacity(v.capacity_transfer)},
+          {"gpu", v.capacity_gpu > 0 ? nlohmann::json(v.capacity_gpu) : nlohmann::json(nullptr)}}}}},
+      {"cache", cache},
+      {"cache_hit_ratio", v.cache_hit_ratio},
+      {"samples_delivered", v.samples_delivered},
+      {"samples_verified", v.samples_verified},
+      {"integrity_errors", v.integrity_errors},
+      {"samples_skipped", v.samples_skipped},
+      {"skipped_samples", v.skipped_samples},
+      {"read_errors", v.read_errors},
+      {"step_wait_seconds", {{"p50", v.step_wait_p50}, {"p99", v.step_wait_p99}}},
+      {"epochs", epochs},
+  };
+}
+
+nlohmann::json ResultDocument(const std::string& scenario, const std::string& mode,
+                              const std::vector<VariantResult>& variants) {
+  nlohmann::json doc = {{"scenario", scenario},
+                        {"mode", mode},
+                        {"device", variants.empty() ? "" : variants.front().device},
+                        {"variants", nlohmann::json::array()}};
+  for (const VariantResult& v : variants) doc["variants"].push_back(VariantToJson(v));
+  return doc;
+}
+
+std::string FormatTable(const std::vector<VariantResult>& vs) {
+  struct Row {
+    std::string label;
+    std::vector<std::string> cells;
+  };
+  std::vector<Row> rows;
+  auto add = [&](std::string label, auto cell) {
+    Row r{std::move(label), {}};
+    for (const VariantResult& v : vs) r.cells.push_back(cell(v));
+    rows.push_back(std::move(r));
+  };
+  auto pct = [](double x) { return fmt::format("{:.1f}%", x * 100); };
+  auto secs = [](double x) { return fmt::format("{:.2f}", x); };
+  add("", [](const VariantResult& v) { return v.name; });
+  add("GPU idle", [&](const VariantResult& v) { return pct(v.gpu_idle_fraction); });
+  add("AU", [&](const VariantResult& v) { return pct(v.au); });
+  add("samples/s", [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
+  add("read MB/s", [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
+  add("stall fetch (s)", [&](const VariantResult& v) { return secs(v.stall.fetch); });
+  add("stall preprocess (s)", [&](const VariantResult& v) { return secs(v.stall.preprocess); });
+  add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
+  add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
+  add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
+  add("cache hit", [&](const VariantResult& v) {
+    return v.cache.empty() ? std::string("-") : pct(v.cache_hit_ratio);
+  });
+  add("step wait p50 / p99", [](const VariantResult& v) {
+    return FormatDuration(v.step_wait_p50) + " / " + FormatDuration(v.step_wait_p99);
+  });
+  add("epoch idle", [](const VariantResult& v) {
+    std::string s;
+    for (const EpochResult& e : v.epochs) {
+      s += (s.empty() ? "" : " ") + fmt::format("{:.0f}%", e.gpu_idle_fraction * 100);
+    }
+    return s;
+  });
+  add("verified / bad", [](const VariantResult& v) {
+    return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
+  });
+  add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
+
+  size_t label_w = 0;
+  std::vector<size_t> col_w(vs.size(), 0);
+  for (const Row& r : rows) {
+    label_w = std::max(label_w, r.label.size());
+    for (size_t i = 0; i < r.cells.size(); ++i) col_w[i] = std::max(col_w[i], r.cells[i].size());
+  }
+  std::string out;
+  for (const Row& r : rows) {
+    out += fmt::format("{:<{}}", r.label, label_w + 2);
+    for (size_t i = 0; i < r.cells.size(); ++i) out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
+    out += "\n";
+  }
+  out += "\n";
+  for (const VariantResult& v : vs) out += fmt::format("{}: {}\n", v.name, v.bottleneck_text);
+  return out;
+}
+
+}  // namespace stallscope

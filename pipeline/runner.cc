@@ -1,0 +1,102 @@
+#include "pipeline/runner.h"
+
+#include <fmt/format.h>
+
+#include "storage/directory_storage.h"
+#include "storage/synthetic.h"
+
+namespace stallscope {
+
+void CheckRunnable(const Scenario& s) {
+  const auto& f = s.storage.faults;
+  if (f.error_rate > 0 || f.timeout_rate > 0 || f.stall_every > 0 || f.stall_for > 0) {
+    throw SetupError(fmt::format(
+        "{}: storage.faults: fault injection is not in this build yet (the reliability issue "
+        "adds it); set the rates to 0",
+        s.file));
+  }
+  if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
+    throw SetupError(fmt::format(
+        "{}: cluster: {} nodes x {} GPUs can only be simulated (`stallscope simulate`, the "
+        "simulator issue); `run` measures this host",
+        s.file, s.cluster.nodes, s.cluster.gpus_per_node));
+  }
+  if (s.gpu.device == "cuda") {
+    throw SetupError(fmt::format(
+        "{}: gpu.device: cuda is not available in this build (no CUDA device support yet); use "
+        "emulated or auto",
+        s.file));
+  }
+}
+
+std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
+  SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev,
+                     s.seed, s.dataset.classes};
+  if (s.storage.kind == "memory") return std::make_unique<MemoryStorage>(d);
+  if (s.storage.kind == "simulated") {
+    SimulatedStorageOptions o;
+    o.bandwidth_bytes_per_second = s.storage.bandwidth;
+    o.latency_p50_seconds = s.storage.latency_p50;
+    o.latency_p99_seconds = s.storage.latency_p99;
+    o.iops = s.storage.iops;
+    o.max_inflight = s.storage.max_inflight;
+    return std::make_unique<SimulatedStorage>(d, o);
+  }
+  DirectoryStorageOptions o;
+  o.path = s.dataset.path;
+  o.io_threads = s.loader.io_threads;
+  o.io_depth = s.loader.io_depth;
+  o.direct_io = s.storage.direct_io;
+  o.cold = s.storage.cold;
+  o.classes = s.dataset.classes;
+  o.quiet = quiet;
+  return std::make_unique<DirectoryStorage>(o);
+}
+
+PipelineOptions ToPipelineOptions(const Scenario& s) {
+  PipelineOptions p;
+  p.seed = s.seed;
+  p.batch_size = s.loader.batch_size;
+  p.prefetch = s.loader.prefetch;
+  p.workers = s.loader.workers;
+  p.preprocess = s.loader.preprocess;
+  p.preprocess_cost = s.loader.preprocess_cost;
+  p.epochs = s.run.epochs;
+  p.max_steps = s.run.max_steps;
+  p.verify = s.run.verify;
+  p.on_error = s.loader.on_error;
+  p.retries = s.loader.on_error == "retry" ? s.loader.retries : 0;
+  return p;
+}
+
+VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
+                         const RunHooks& hooks) {
+  CheckRunnable(s);
+  Cache cache(s.cache_tiers, storage.num_samples());
+  std::unique_ptr<Pipeline> pipeline;
+  try {
+    pipeline = std::make_unique<Pipeline>(ToPipelineOptions(s), storage, cache, device);
+  } catch (const std::invalid_argument& e) {
+    throw SetupError(s.file + ": " + e.what());
+  }
+  if (pipeline->total_steps() <= s.run.warmup_steps) {
+    throw SetupError(fmt::format(
+        "{}: run.warmup_steps: the run has {} step(s) and the first {} are warm-up, so nothing "
+        "would be measured; lower run.warmup_steps or raise run.epochs / dataset.samples",
+        s.file, pipeline->total_steps(), s.run.warmup_steps));
+  }
+  if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
+  const RunRecord record = pipeline->Run();
+  if (hooks.on_finish) hooks.on_finish();
+  if (record.failed) throw RunError(s.variant + ": " + record.error);
+  AnalysisInputs in;
+  in.warmup_steps = s.run.warmup_steps;
+  in.batch_size = s.loader.batch_size;
+  in.workers = s.loader.workers;
+  in.prefetch = s.loader.prefetch;
+  in.nominal_step_seconds = device.nominal_step_seconds();
+  in.have_cache = !cache.empty();
+  return Analyze(s.variant, record, in);
+}
+
+}  // namespace stallscope

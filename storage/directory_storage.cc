@@ -1,0 +1,389 @@
+#include "storage/directory_storage.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "storage/content.h"
+
+namespace stallscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment: the common logical block size
+constexpr uint64_t kPollTag = ~0ULL;
+
+uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+}  // namespace
+
+// One I/O thread: its own ring (or pread when io_uring is refused), its own queue.
+class DirectoryStorage::IoThread {
+ public:
+  IoThread(DirectoryStorage* owner, uint32_t depth, bool try_uring, bool direct)
+      : owner_(owner), depth_(std::max<uint32_t>(depth, 1)), direct_(direct) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (wake_fd_ < 0) throw StorageError("eventfd: " + ErrnoText(errno));
+    if (try_uring) {
+      // +1 entry for the eventfd poll that wakes the thread when reads are submitted.
+      const int rc = io_uring_queue_init(depth_ + 1, &ring_, 0);
+      uring_ = rc == 0;
+      uring_error_ = rc < 0 ? -rc : 0;
+    }
+    slots_.resize(depth_);
+    for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
+    thread_ = std::thread([this] { uring_ ? RunUring() : RunPread(); });
+  }
+
+  ~IoThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    Wake();
+    thread_.join();
+    if (uring_) io_uring_queue_exit(&ring_);
+    close(wake_fd_);
+  }
+
+  bool uring() const { return uring_; }
+  int uring_error() const { return uring_error_; }
+
+  void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
+    {
+      std::lock_guard lock(mu_);
+      for (const ReadRequest& r : requests) incoming_.push_back({r, cb});
+    }
+    Wake();
+  }
+
+ private:
+  struct Item {
+    ReadRequest request;
+    ReadCallback* callback;
+  };
+  struct Slot {
+    Item item;
+    int fd = -1;
+    uint64_t done = 0;
+    uint64_t size = 0;
+  };
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+
+  // Moves submitted items to the local queue. Returns false when stopping with nothing left.
+  bool TakeIncoming() {
+    std::lock_guard lock(mu_);
+    for (const Item& it : incoming_) local_.push_back(it);
+    incoming_.clear();
+    return !(stop_ && local_.empty());
+  }
+
+  int Open(uint64_t sample) {
+    int flags = O_RDONLY | O_CLOEXEC;
+    if (direct_) flags |= O_DIRECT;
+    return open(owner_->FullPath(sample).c_str(), flags);
+  }
+
+  void Complete(const Item& it, int64_t result) { it.callback->OnReadComplete(it.request, result); }
+
+  void QueueRead(uint32_t slot_index) {
+    Slot& s = slots_[slot_index];
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    // Cannot be null: the ring has depth+1 entries and at most depth reads plus one poll.
+    uint64_t len = s.size - s.done;
+    if (direct_) len = RoundUp(len, kBlock);
+    io_uring_prep_read(sqe, s.fd, s.item.request.dst + s.done, static_cast<unsigned>(len),
+                       s.done);
+    io_uring_sqe_set_data64(sqe, slot_index);
+  }
+
+  void ArmPoll() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
+    io_uring_sqe_set_data64(sqe, kPollTag);
+  }
+
+  void Finish(uint32_t slot_index, int64_t result) {
+    Slot& s = slots_[slot_index];
+    close(s.fd);
+    s.fd = -1;
+    free_slots_.push_back(slot_index);
+    Complete(s.item, result);
+  }
+
+  void RunUring() {
+    ArmPoll();
+    io_uring_submit(&ring_);
+    uint32_t inflight = 0;
+    while (true) {
+      if (!TakeIncoming() && inflight == 0) break;
+      bool queued = false;
+      while (!free_slots_.empty() && !local_.empty()) {
+        Item it = local_.front();
+        local_.pop_front();
+        const int fd = Open(it.request.sample);
+        if (fd < 0) {
+          Complete(it, -errno);
+          continue;
+        }
+        const uint32_t idx = free_slots_.back();
+        free_slots_.pop_back();
+        slots_[idx] = {it, fd, 0, owner_->SampleBytes(it.request.sample)};
+        if (slots_[idx].size == 0) {
+          Finish(idx, 0);
+          continue;
+        }
+        QueueRead(idx);
+        ++inflight;
+        queued = true;
+      }
+      io_uring_cqe* cqe = nullptr;
+      const int rc = queued ? io_uring_submit_and_wait(&ring_, 1) : io_uring_wait_cqe(&ring_, &cqe);
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+        std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
+      }
+      unsigned head;
+      unsigned seen = 0;
+      bool rearm = false;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++seen;
+        const uint64_t tag = io_uring_cqe_get_data64(cqe);
+        const int res = cqe->res;
+        if (tag == kPollTag) {
+          uint64_t count;
+          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+          rearm = true;
+          continue;
+        }
+        const uint32_t idx = static_cast<uint32_t>(tag);
+        Slot& s = slots_[idx];
+        if (res == -EAGAIN || res == -EINTR) {
+          QueueRead(idx);  // transient: try the same range again
+        } else if (res < 0) {
+          --inflight;
+          Finish(idx, res);
+        } else if (res == 0) {
+          // End of file before the size listed at start: the file shrank.
+          --inflight;
+          Finish(idx, s.done >= s.size ? static_cast<int64_t>(s.size) : -ENODATA);
+        } else {
+          s.done += static_cast<uint64_t>(res);
+          if (s.done >= s.size) {
+            --inflight;
+            Finish(idx, static_cast<int64_t>(s.size));
+          } else {
+            QueueRead(idx);  // short read: ask for the rest
+          }
+        }
+      }
+      io_uring_cq_advance(&ring_, seen);
+      if (rearm) ArmPoll();
+      if (rearm || io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+    }
+  }
+
+  void RunPread() {
+    while (true) {
+      if (!TakeIncoming()) break;
+      if (local_.empty()) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);  // blocks
+        continue;
+      }
+      Item it = local_.front();
+      local_.pop_front();
+      const int fd = Open(it.request.sample);
+      if (fd < 0) {
+        Complete(it, -errno);
+        continue;
+      }
+      const uint64_t size = owner_->SampleBytes(it.request.sample);
+      uint64_t done = 0;
+      int64_t result = static_cast<int64_t>(size);
+      while (done < size) {
+        uint64_t len = size - done;
+        if (direct_) len = RoundUp(len, kBlock);
+        const ssize_t n = pread(fd, it.request.dst + done, len, static_cast<off_t>(done));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n < 0) {
+          result = -errno;
+          break;
+        }
+        if (n == 0) {
+          result = -ENODATA;
+          break;
+        }
+        done += static_cast<uint64_t>(n);
+      }
+      close(fd);
+      Complete(it, result);
+    }
+  }
+
+  DirectoryStorage* const owner_;
+  const uint32_t depth_;
+  const bool direct_;
+  io_uring ring_{};
+  bool uring_ = false;
+  int uring_error_ = 0;
+  int wake_fd_ = -1;
+
+  std::mutex mu_;
+  // Guarded by mu_.
+  std::vector<Item> incoming_;
+  bool stop_ = false;
+
+  // I/O thread only.
+  std::deque<Item> local_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+
+  std::thread thread_;
+};
+
+DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : options_(options) {
+  std::error_code ec;
+  const fs::path root(options.path);
+  if (!fs::is_directory(root, ec)) {
+    throw StorageError(fmt::format("{}: {}", options.path,
+                                   fs::exists(root, ec) ? "not a directory" : "no such directory"));
+  }
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
+  if (ec) throw StorageError(fmt::format("{}: cannot list: {}", options.path, ec.message()));
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) throw StorageError(fmt::format("{}: cannot list: {}", options.path, ec.message()));
+    std::error_code sec;
+    if (!it->is_regular_file(sec)) continue;  // follows symlinks to files
+    std::string rel = fs::relative(it->path(), root, sec).generic_string();
+    if (rel == kManifestName) continue;
+    files_.push_back({std::move(rel), 0, 0});
+  }
+  if (files_.empty()) {
+    throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.path));
+  }
+  std::sort(files_.begin(), files_.end(),
+            [](const File& a, const File& b) { return a.relative < b.relative; });
+
+  // Labels: index of the top-level folder (ImageNet-style class folders), modulo classes.
+  std::map<std::string, uint32_t> classes;
+  for (const File& f : files_) {
+    const auto slash = f.relative.find('/');
+    if (slash != std::string::npos) classes.emplace(f.relative.substr(0, slash), 0);
+  }
+  uint32_t next = 0;
+  for (auto& [name, index] : classes) index = next++;
+
+  for (uint64_t i = 0; i < files_.size(); ++i) {
+    File& f = files_[i];
+    const std::string full = FullPath(i);
+    const int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw StorageError(fmt::format("{}: cannot open: {}", full, ErrnoText(errno)));
+    const off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    if (size < 0) throw StorageError(fmt::format("{}: cannot stat: {}", full, ErrnoText(errno)));
+    f.bytes = static_cast<uint64_t>(size);
+    const auto slash = f.relative.find('/');
+    if (slash != std::string::npos && options.classes > 0) {
+      f.label = classes[f.relative.substr(0, slash)] % options.classes;
+    }
+    max_bytes_ = std::max(max_bytes_, f.bytes);
+    total_bytes_ += f.bytes;
+  }
+
+  std::ifstream manifest(root / kManifestName);
+  if (manifest) {
+    const nlohmann::json j = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("seed") && j["seed"].is_number_unsigned()) {
+      seed_ = j["seed"].get<uint64_t>();
+    }
+  }
+
+  direct_ = options.direct_io;
+  if (direct_) {
+    const int fd = open(FullPath(0).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (fd < 0 && errno == EINVAL) {
+      direct_ = false;
+      if (!options.quiet) {
+        std::fprintf(stderr, "notice: %s refuses O_DIRECT; reading buffered\n",
+                     options.path.c_str());
+      }
+    }
+    if (fd >= 0) close(fd);
+  }
+
+  const uint32_t n = std::max<uint32_t>(options.io_threads, 1);
+  const uint32_t depth = std::max<uint32_t>(options.io_depth / n, 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    threads_.push_back(std::make_unique<IoThread>(this, depth, true, direct_));
+  }
+  uring_ok_ = threads_.front()->uring();
+  if (!uring_ok_ && !options.quiet) {
+    std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
+                 ErrnoText(threads_.front()->uring_error()).c_str());
+  }
+}
+
+DirectoryStorage::~DirectoryStorage() = default;
+
+std::string DirectoryStorage::FullPath(uint64_t sample) const {
+  return options_.path + "/" + files_[sample].relative;
+}
+
+uint64_t DirectoryStorage::BufferBytes(uint64_t sample) const {
+  return direct_ ? RoundUp(files_[sample].bytes, kBlock) : files_[sample].bytes;
+}
+
+bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) const {
+  if (!seed_) return true;
+  return data.size() == files_[sample].bytes &&
+         MatchesContent(ContentKey(*seed_, PathKey(files_[sample].relative)), data);
+}
+
+void DirectoryStorage::BeginEpoch(int epoch) {
+  if (!options_.cold) return;
+  for (uint64_t i = 0; i < files_.size(); ++i) {
+    const int fd = open(FullPath(i).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // the read will report it
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+void DirectoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallback* callback) {
+  // Round-robin whole submissions (one batch's reads) over the I/O threads.
+  const uint64_t t = next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size();
+  threads_[t]->Submit(requests, callback);
+}
+
+std::string DirectoryStorage::Describe() const {
+  return fmt::format("directory: {} ({} files, {:.1f} MB){}{}{}, {} via {}", options_.path,
+                     files_.size(), static_cast<double>(total_bytes_) / 1e6,
+                     direct_ ? ", O_DIRECT" : "", options_.cold ? ", cold" : "",
+                     seed_ ? ", verifiable" : "", options_.io_threads,
+                     uring_ok_ ? "io_uring thread(s)" : "pread thread(s)");
+}
+
+}  // namespace stallscope

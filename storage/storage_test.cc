@@ -1,0 +1,225 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <vector>
+
+#include "storage/content.h"
+#include "storage/directory_storage.h"
+#include "storage/generate.h"
+#include "storage/synthetic.h"
+
+namespace stallscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Collects completions with their arrival times; waits for a given count.
+class Collector : public ReadCallback {
+ public:
+  void OnReadComplete(const ReadRequest& r, int64_t result) override {
+    std::lock_guard lock(mu_);
+    results.push_back({r.tag, result, Clock::now()});
+    if (results.size() >= target_) cv_.notify_all();  // one wake-up: keep callbacks cheap
+  }
+  void WaitFor(size_t n) {
+    std::unique_lock lock(mu_);
+    target_ = n;
+    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(30), [&] { return results.size() >= n; }));
+  }
+  struct Done {
+    uint64_t tag;
+    int64_t result;
+    Clock::time_point at;
+  };
+  std::vector<Done> results;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t target_ = ~size_t{0};
+};
+
+struct Buffers {
+  Buffers(const Storage& s, uint64_t n) : stride((s.max_sample_bytes() + 4095) / 4096 * 4096) {
+    mem = static_cast<std::byte*>(std::aligned_alloc(4096, stride * n));
+  }
+  ~Buffers() { std::free(mem); }
+  std::byte* at(uint64_t i) { return mem + i * stride; }
+  uint64_t stride;
+  std::byte* mem;
+};
+
+TEST(Content, FillAndMatchRoundTrip) {
+  std::vector<std::byte> a(1001);
+  FillContent(ContentKey(7, 3), a);
+  EXPECT_TRUE(MatchesContent(ContentKey(7, 3), a));
+  EXPECT_FALSE(MatchesContent(ContentKey(7, 4), a));
+  a[1000] ^= std::byte{1};  // the tail, past the last whole word
+  EXPECT_FALSE(MatchesContent(ContentKey(7, 3), a));
+}
+
+TEST(Content, SizesFollowMeanAndStdev) {
+  double sum = 0, sq = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double s = static_cast<double>(SampleSizeOf(1, i, 100000, 20000));
+    sum += s;
+    sq += s * s;
+  }
+  const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  EXPECT_NEAR(mean, 100000, 1000);
+  EXPECT_NEAR(sd, 20000, 1000);
+  EXPECT_EQ(SampleSizeOf(1, 5, 4096, 0), 4096u);
+}
+
+TEST(MemoryStorage, DeliversVerifiableBytes) {
+  MemoryStorage s({.samples = 100, .sample_mean = 4096, .sample_stdev = 512, .seed = 9});
+  Buffers buf(s, 100);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 100; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  s.Submit(reqs, &c);
+  ASSERT_EQ(c.results.size(), 100u);
+  for (uint64_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(c.results[i].result, static_cast<int64_t>(s.SampleBytes(i)));
+    EXPECT_TRUE(s.Verify(i, {buf.at(i), s.SampleBytes(i)}));
+  }
+  buf.at(3)[10] ^= std::byte{0xff};
+  EXPECT_FALSE(s.Verify(3, {buf.at(3), s.SampleBytes(3)}));
+}
+
+TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
+  // Unlimited bandwidth, 2000 concurrent reads: completion time - submit = latency.
+  SimulatedStorageOptions o{.latency_p50_seconds = 0.020, .latency_p99_seconds = 0.080,
+                            .max_inflight = 4000};
+  SimulatedStorage s({.samples = 2000, .sample_mean = 64, .seed = 3}, o);
+  Buffers buf(s, 2000);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 2000; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  const auto t0 = Clock::now();
+  s.Submit(reqs, &c);
+  c.WaitFor(2000);
+  std::vector<double> lat;
+  for (auto& d : c.results) lat.push_back(std::chrono::duration<double>(d.at - t0).count());
+  std::sort(lat.begin(), lat.end());
+  EXPECT_NEAR(lat[1000], 0.020, 0.003);
+  EXPECT_NEAR(lat[1980], 0.080, 0.015);
+  for (uint64_t i = 0; i < 2000; ++i) EXPECT_TRUE(s.Verify(i, {buf.at(i), 64}));
+}
+
+TEST(SimulatedStorage, BandwidthIsSharedAndEnforced) {
+  // 400 reads of 100 kB at 20 MB/s = 2.0 s, however many are in flight.
+  SimulatedStorageOptions o{.bandwidth_bytes_per_second = 20e6, .max_inflight = 16};
+  SimulatedStorage s({.samples = 400, .sample_mean = 100000, .seed = 3}, o);
+  Buffers buf(s, 400);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 400; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  const auto t0 = Clock::now();
+  s.Submit(reqs, &c);
+  c.WaitFor(400);
+  const double secs = std::chrono::duration<double>(c.results.back().at - t0).count();
+  EXPECT_NEAR(secs, 2.0, 0.1);
+}
+
+TEST(SimulatedStorage, MaxInflightAndIopsLimitConcurrency) {
+  // 10 ms latency, at most 2 in flight: 100 reads take 0.5 s. IOPS 100 would take 1 s.
+  SimulatedStorageOptions o{.latency_p50_seconds = 0.010, .latency_p99_seconds = 0.010,
+                            .max_inflight = 2};
+  SimulatedStorage s({.samples = 100, .sample_mean = 16, .seed = 3}, o);
+  Buffers buf(s, 100);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 100; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  auto t0 = Clock::now();
+  s.Submit(reqs, &c);
+  c.WaitFor(100);
+  EXPECT_NEAR(std::chrono::duration<double>(c.results.back().at - t0).count(), 0.5, 0.08);
+
+  SimulatedStorage s2({.samples = 100, .sample_mean = 16, .seed = 3},
+                      {.iops = 100, .max_inflight = 64});
+  Collector c2;
+  t0 = Clock::now();
+  s2.Submit(reqs, &c2);
+  c2.WaitFor(100);
+  EXPECT_NEAR(std::chrono::duration<double>(c2.results.back().at - t0).count(), 0.99, 0.08);
+}
+
+class DirectoryStorageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stallscope-storage-test-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
+  GenerateDataset({.dir = dir_.string(), .samples = 300, .size_mean = 10000,
+                   .size_stdev = 3000, .classes = 4, .seed = 5});
+  for (bool direct : {false, true}) {
+    DirectoryStorage s({.path = dir_.string(), .io_threads = 2, .io_depth = 8,
+                        .direct_io = direct, .cold = true, .quiet = true});
+    ASSERT_EQ(s.num_samples(), 300u);
+    EXPECT_TRUE(s.can_verify());
+    s.BeginEpoch(0);
+    Buffers buf(s, 300);
+    std::vector<ReadRequest> reqs;
+    for (uint64_t i = 0; i < 300; ++i) reqs.push_back({i, buf.at(i), i});
+    Collector c;
+    s.Submit({reqs.data(), 150}, &c);
+    s.Submit({reqs.data() + 150, 150}, &c);
+    c.WaitFor(300);
+    for (auto& d : c.results) {
+      ASSERT_EQ(d.result, static_cast<int64_t>(s.SampleBytes(d.tag)));
+      EXPECT_TRUE(s.Verify(d.tag, {buf.at(d.tag), s.SampleBytes(d.tag)}));
+    }
+    // Labels come from the class folders.
+    EXPECT_EQ(s.Label(0), 0u);
+    EXPECT_EQ(s.Label(299), 3u);
+  }
+}
+
+TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
+  EXPECT_THROW(DirectoryStorage({.path = (dir_ / "missing").string()}), StorageError);
+  std::filesystem::create_directories(dir_ / "empty");
+  try {
+    DirectoryStorage s({.path = (dir_ / "empty").string()});
+    FAIL() << "empty directory accepted";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DirectoryStorageTest, FileThatShrankIsAnErrorNotGarbage) {
+  GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 8192, .classes = 1});
+  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  std::filesystem::resize_file(dir_ / "class_000/sample_0000002.bin", 100);
+  Buffers buf(s, 4);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 4; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  s.Submit(reqs, &c);
+  c.WaitFor(4);
+  for (auto& d : c.results) {
+    if (d.tag == 2) {
+      EXPECT_LT(d.result, 0);
+    } else {
+      EXPECT_EQ(d.result, 8192);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stallscope

@@ -1,0 +1,88 @@
+// Synthetic datasets: MemoryStorage and SimulatedStorage.
+//
+// Both serve the deterministic content of storage/content.h, so every delivered byte can be
+// verified. MemoryStorage generates the whole dataset once at construction and serves reads
+// with a memcpy inside Submit(): it measures the pipeline alone. SimulatedStorage models a
+// remote or shared storage system:
+//   - per-read latency, lognormal, fitted so its median is p50 and its 99th percentile p99;
+//   - a token bucket of `bandwidth` bytes/s shared by every read in flight (a read's bytes
+//     flow after its latency, at the rate left to it);
+//   - a token bucket of `iops` operations/s;
+//   - at most `max_inflight` reads outstanding; later ones queue.
+// Its timers run on one Boost.Asio io_context thread owned by the storage.
+//
+// Thread-safety: Submit() is safe from any thread; completions arrive on the storage thread
+// (SimulatedStorage) or inside Submit() (MemoryStorage).
+#ifndef STALLSCOPE_STORAGE_SYNTHETIC_H_
+#define STALLSCOPE_STORAGE_SYNTHETIC_H_
+
+#include <memory>
+#include <vector>
+
+#include "storage/storage.h"
+
+namespace stallscope {
+
+struct SyntheticDataset {
+  uint64_t samples = 0;
+  uint64_t sample_mean = 0;   // bytes
+  uint64_t sample_stdev = 0;  // bytes; 0 = every sample has sample_mean bytes
+  uint64_t seed = 42;
+  uint32_t classes = 100;
+};
+
+struct SimulatedStorageOptions {
+  double bandwidth_bytes_per_second = 0;  // 0 = unlimited
+  double latency_p50_seconds = 0;         // 0 with p99 0 = no latency
+  double latency_p99_seconds = 0;
+  double iops = 0;                        // 0 = unlimited
+  uint32_t max_inflight = 64;
+};
+
+// Shared behaviour of the two synthetic storages: sizes, labels, verification.
+class SyntheticStorage : public Storage {
+ public:
+  explicit SyntheticStorage(const SyntheticDataset& dataset);
+  uint64_t num_samples() const override { return dataset_.samples; }
+  uint64_t SampleBytes(uint64_t sample) const override { return sizes_[sample]; }
+  uint64_t max_sample_bytes() const override { return max_bytes_; }
+  uint32_t Label(uint64_t sample) const override;
+  bool can_verify() const override { return true; }
+  bool Verify(uint64_t sample, std::span<const std::byte> data) const override;
+
+ protected:
+  uint64_t Key(uint64_t sample) const;
+
+  // Constant after construction.
+  const SyntheticDataset dataset_;
+  std::vector<uint64_t> sizes_;
+  uint64_t max_bytes_ = 0;
+};
+
+class MemoryStorage final : public SyntheticStorage {
+ public:
+  explicit MemoryStorage(const SyntheticDataset& dataset);
+  void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
+  std::string Describe() const override;
+
+ private:
+  std::vector<uint64_t> offsets_;
+  std::unique_ptr<std::byte[]> bytes_;
+};
+
+class SimulatedStorage final : public SyntheticStorage {
+ public:
+  SimulatedStorage(const SyntheticDataset& dataset, const SimulatedStorageOptions& options);
+  ~SimulatedStorage() override;
+  void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
+  std::string Describe() const override;
+
+ private:
+  class Engine;
+  std::unique_ptr<Engine> engine_;
+  SimulatedStorageOptions options_;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_STORAGE_SYNTHETIC_H_

@@ -1,0 +1,292 @@
+// stallscope: is my data pipeline starving the GPU, by how much, why, and what would fix it?
+//
+// The command-line front end: parses arguments with CLI11, runs the subcommands, and turns
+// every set-up or input error into one message on stderr and exit code 2 (a run that fails
+// part-way exits 1).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "cache/cache.h"
+#include "gpu/make_device.h"
+#include "pipeline/report.h"
+#include "pipeline/runner.h"
+#include "pipeline/scenario.h"
+#include "pipeline/units.h"
+#include "storage/generate.h"
+#include "storage/storage.h"
+
+namespace stallscope {
+namespace {
+
+constexpr int kExitRunFailed = 1;
+constexpr int kExitBadInput = 2;
+
+// A one-line live display on a terminal: variant, epoch, samples/s, idle so far.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled) : enabled_(enabled) {}
+  ~ProgressLine() { Stop(); }
+
+  void Start(const std::string& variant, const Pipeline& pipeline, uint32_t epochs) {
+    if (!enabled_) return;
+    Stop();
+    stop_ = false;
+    thread_ = std::thread([this, variant, &pipeline, epochs] {
+      const LiveCounters& live = pipeline.live();
+      const auto t0 = std::chrono::steady_clock::now();
+      std::unique_lock lock(mu_);
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stop_; })) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double span = live.last_step_end - live.first_step_start;
+        const double idle = span > 0 ? std::max(0.0, 1 - live.busy_seconds / span) : 0;
+        std::fprintf(stderr, "\r\033[K[%s] epoch %u/%u  step %llu/%llu  %.0f samples/s  idle %.1f%%",
+                     variant.c_str(), live.epoch.load() + 1, epochs,
+                     static_cast<unsigned long long>(live.steps.load()),
+                     static_cast<unsigned long long>(pipeline.total_steps()),
+                     elapsed > 0 ? static_cast<double>(live.samples.load()) / elapsed : 0.0,
+                     idle * 100);
+        std::fflush(stderr);
+      }
+      std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+    });
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  const bool enabled_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+std::vector<Override> ParseSets(const std::vector<std::string>& sets) {
+  std::vector<Override> out;
+  for (const std::string& s : sets) out.push_back(ParseSetArgument(s));
+  return out;
+}
+
+int Run(const std::string& path, std::vector<std::string> variants,
+        const std::vector<std::string>& sets, const std::string& json_path, bool quiet) {
+  const ScenarioFile file = ScenarioFile::Load(path);
+  const std::vector<Override> overrides = ParseSets(sets);
+  if (variants.empty()) variants = file.variant_names();
+  // Resolve everything first: a bad variant fails before anything runs.
+  std::vector<Scenario> scenarios;
+  for (const std::string& v : variants) {
+    scenarios.push_back(file.Resolve(v, overrides));
+    CheckRunnable(scenarios.back());
+  }
+  std::ofstream json_out;
+  if (!json_path.empty()) {
+    json_out.open(json_path);
+    if (!json_out) throw SetupError(json_path + ": cannot write the --json file");
+  }
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  ProgressLine progress(tty);
+  if (!quiet) {
+    std::fprintf(stderr, "stallscope run: %s (%s), %zu variant(s)\n", scenarios[0].name.c_str(),
+                 path.c_str(), scenarios.size());
+  }
+  std::vector<VariantResult> results;
+  for (const Scenario& s : scenarios) {
+    std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+    std::unique_ptr<Device> device = MakeDevice(s);
+    RunHooks hooks;
+    hooks.quiet = quiet;
+    hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache,
+                         const Pipeline& p) {
+      if (!quiet) {
+        uint64_t cache_bytes = 0;
+        for (const TierOptions& t : sc.cache_tiers) {
+          if (t.kind == "memory") cache_bytes += t.capacity;
+        }
+        std::fprintf(stderr,
+                     "▶ %s: %s | cache: %s | %u workers, prefetch %u, batch %u | device: %s, "
+                     "step %s | memory budget: staging %s + RAM cache %s | %llu steps\n",
+                     sc.variant.c_str(), st.Describe().c_str(), cache.Describe().c_str(),
+                     sc.loader.workers, sc.loader.prefetch, sc.loader.batch_size,
+                     device->name().c_str(), FormatDuration(sc.gpu.step_time).c_str(),
+                     FormatBinaryBytes(static_cast<double>(p.staging_bytes())).c_str(),
+                     FormatBinaryBytes(static_cast<double>(cache_bytes)).c_str(),
+                     static_cast<unsigned long long>(p.total_steps()));
+      }
+      progress.Start(sc.variant, p, sc.run.epochs);
+    };
+    hooks.on_finish = [&] { progress.Stop(); };
+    results.push_back(RunVariant(s, *storage, *device, hooks));
+  }
+  std::cout << "\n" << FormatTable(results) << std::flush;
+  if (json_out.is_open()) {
+    json_out << ResultDocument(scenarios[0].name, "run", results).dump(2) << "\n";
+    if (!quiet) std::fprintf(stderr, "wrote %s\n", json_path.c_str());
+  }
+  return 0;
+}
+
+int Validate(const std::string& path) {
+  const ScenarioFile file = ScenarioFile::Load(path);
+  std::cout << path << ": OK\n";
+  for (const std::string& v : file.variant_names()) {
+    const Scenario s = file.Resolve(v);
+    std::string cache = s.cache_tiers.empty() ? "no cache" : "";
+    for (const TierOptions& t : s.cache_tiers) {
+      cache += fmt::format("{}{} {} {}", cache.empty() ? "" : " + ", t.kind,
+                           FormatBinaryBytes(static_cast<double>(t.capacity)), t.policy);
+    }
+    std::cout << fmt::format(
+        "  {}: storage {}{}, {}, batch {}, prefetch {}, {} workers ({}), step {}, {} epoch(s)\n",
+        v, s.storage.kind,
+        s.storage.kind == "directory" ? " " + s.dataset.path
+                                      : fmt::format(" {} samples", s.dataset.samples),
+        cache, s.loader.batch_size, s.loader.prefetch, s.loader.workers, s.loader.preprocess,
+        FormatDuration(s.gpu.step_time), s.run.epochs);
+  }
+  return 0;
+}
+
+int Gen(const std::string& dir, uint64_t samples, const std::string& size_text,
+        const std::string& format, uint32_t classes, uint64_t seed, bool quiet) {
+  if (format != "raw") {
+    throw SetupError("--format " + format +
+                     ": only raw is in this build (the dataset-benchmark issue adds jpeg)");
+  }
+  std::string mean_text = size_text, stdev_text = "0";
+  if (const auto colon = size_text.find(':'); colon != std::string::npos) {
+    mean_text = size_text.substr(0, colon);
+    stdev_text = size_text.substr(colon + 1);
+  }
+  const auto mean = ParseSize(mean_text);
+  const auto stdev = ParseSize(stdev_text);
+  if (!mean || *mean < 1 || !stdev || *stdev < 0) {
+    throw SetupError("--size " + size_text +
+                     ": expected SIZE or SIZE:STDEV, e.g. 112KiB or 112KiB:20KiB");
+  }
+  if (samples == 0) throw SetupError("--samples: must be at least 1");
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  GenerateOptions o{dir, samples, static_cast<uint64_t>(*mean), static_cast<uint64_t>(*stdev),
+                    classes, seed};
+  const auto t0 = std::chrono::steady_clock::now();
+  const GenerateResult r = GenerateDataset(o, [&](uint64_t done) {
+    if (tty) std::fprintf(stderr, "\r\033[Kgen: %llu / %llu files", (unsigned long long)done,
+                          (unsigned long long)samples);
+  });
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!quiet) {
+    std::cout << fmt::format("wrote {} files, {} ({}), {} classes, seed {} to {} in {:.1f} s\n",
+                             r.files, FormatBytes(static_cast<double>(r.bytes)),
+                             FormatBinaryBytes(static_cast<double>(r.bytes)), classes, seed, dir,
+                             secs);
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "stallscope: is the data pipeline starving the GPU, by how much, why, and what would fix "
+      "it?\n\nRuns a real loader (storage -> cache -> prefetch -> CPU preprocessing -> staging "
+      "buffers -> device), measures the GPU's idle fraction and charges every idle second to the "
+      "stage that caused it.\n\nExamples:\n"
+      "  stallscope run scenarios/cold_vs_cached.yaml\n"
+      "  stallscope run scenarios/prefetch_sweep.yaml --variant prefetch-0 --set run.epochs=1\n"
+      "  stallscope gen /tmp/ds --samples 5000 --size 112KiB:20KiB\n"
+      "  stallscope validate my.yaml\n\n"
+      "Exit codes: 0 success, 1 the run failed, 2 bad usage or input (nothing was run).",
+      "stallscope"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+
+  std::string scenario_path, json_path;
+  std::vector<std::string> variants, sets;
+  bool quiet = false;
+  auto* run = app.add_subcommand("run", "Run a YAML scenario's variants and compare them");
+  run->add_option("SCENARIO", scenario_path, "Scenario file (see scenarios/README.md)")
+      ->required();
+  run->add_option("--variant", variants, "Run only this variant (repeatable; default: all)");
+  run->add_option("--set", sets,
+                  "Override a key: KEY=VALUE, VALUE read as YAML (repeatable), e.g. "
+                  "--set loader.prefetch=8 --set 'cache.tiers=[]'");
+  run->add_option("--json", json_path, "Write the result document (DESIGN.md) to this file");
+  run->add_flag("--quiet", quiet, "No banner and no progress line");
+
+  std::string validate_path;
+  auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
+  validate->add_option("SCENARIO", validate_path, "Scenario file")->required();
+
+  std::string gen_dir, gen_size = "112KiB", gen_format = "raw";
+  uint64_t gen_samples = 0, gen_seed = 42;
+  uint32_t gen_classes = 10;
+  auto* gen = app.add_subcommand(
+      "gen", "Write a verifiable dataset directory (class_NNN/sample_NNNNNNN.bin + manifest)");
+  gen->add_option("DIR", gen_dir, "Directory to create")->required();
+  gen->add_option("--samples", gen_samples, "Number of files")->required();
+  gen->add_option("--size", gen_size, "File size, SIZE or SIZE:STDEV (e.g. 112KiB:20KiB)")
+      ->capture_default_str();
+  gen->add_option("--format", gen_format, "raw (jpeg: later)")->capture_default_str();
+  gen->add_option("--classes", gen_classes, "Class folders")->capture_default_str();
+  gen->add_option("--seed", gen_seed, "Content seed")->capture_default_str();
+  gen->add_flag("--quiet", quiet, "Print nothing on success");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "stallscope: %s\nRun 'stallscope --help' for usage.\n", e.what());
+    return kExitBadInput;
+  }
+
+  try {
+    if (*run) return Run(scenario_path, variants, sets, json_path, quiet);
+    if (*validate) return Validate(validate_path);
+    if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
+  } catch (const RunError& e) {
+    std::fprintf(stderr, "stallscope: run failed: %s\n", e.what());
+    return kExitRunFailed;
+  } catch (const ScenarioError& e) {
+    std::fprintf(stderr, "stallscope: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const SetupError& e) {
+    std::fprintf(stderr, "stallscope: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const StorageError& e) {
+    std::fprintf(stderr, "stallscope: dataset: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const CacheError& e) {
+    std::fprintf(stderr, "stallscope: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stallscope: run failed: %s\n", e.what());
+    return kExitRunFailed;
+  }
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace stallscope
+
+int main(int argc, char** argv) { return stallscope::Main(argc, argv); }
