@@ -446,73 +446,92 @@ ScenarioFile ScenarioFile::Load(const std::string& path) {
   return Parse(text.str(), path);
 }
 
-ScenarioFile ScenarioFile::Parse(const std::string& text, const std::string& name) {
-  ScenarioFile f;
-  f.path_ = name;
+namespace {
+
+// Parses `text`; throws ScenarioError naming the line of a syntax error.
+YAML::Node ParseYaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
   try {
-    f.root_ = YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ScenarioError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1,
                                     e.mark.column + 1, e.msg));
   }
-  Context ctx{name, nullptr};
-  if (f.root_.IsNull() || !f.root_.IsDefined()) f.root_ = YAML::Node(YAML::NodeType::Map);
-  if (!f.root_.IsMap()) ctx.Fail(f.root_, "(top level)", "expected a mapping of keys");
-  const YAML::Node& croot = f.root_;
+  if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) Context{name, nullptr}.Fail(root, "(top level)", "expected a mapping of keys");
+  return root;
+}
+
+// The variants of a parsed document, in file order, as overrides that keep their marks.
+std::vector<std::pair<std::string, std::vector<Override>>> VariantsOf(const YAML::Node& root,
+                                                                      const std::string& name) {
+  std::vector<std::pair<std::string, std::vector<Override>>> out;
+  const Context ctx{name, nullptr};
+  const YAML::Node& croot = root;
   const YAML::Node variants = croot["variants"];
-  if (variants.IsDefined() && !variants.IsNull()) {
-    if (!variants.IsMap()) {
-      ctx.Fail(variants, "variants", "expected a mapping of NAME: {KEY: VALUE, ...}");
-    }
-    for (const auto& v : variants) {
-      const std::string vname = v.first.Scalar();
-      std::vector<Override> overrides;
-      if (!v.second.IsNull()) {
-        if (!v.second.IsMap()) {
-          ctx.Fail(v.second, "variants." + vname, "expected a mapping of dotted keys to values");
-        }
-        for (const auto& kv : v.second) {
-          const YAML::Mark m = kv.first.Mark();
-          overrides.push_back({kv.first.Scalar(), kv.second,
-                               fmt::format("{}:{}:{} (variant {})", name, m.line + 1,
-                                           m.column + 1, vname)});
-        }
+  if (!variants.IsDefined() || variants.IsNull()) return out;
+  if (!variants.IsMap()) {
+    ctx.Fail(variants, "variants", "expected a mapping of NAME: {KEY: VALUE, ...}");
+  }
+  for (const auto& v : variants) {
+    const std::string vname = v.first.Scalar();
+    std::vector<Override> overrides;
+    if (!v.second.IsNull()) {
+      if (!v.second.IsMap()) {
+        ctx.Fail(v.second, "variants." + vname, "expected a mapping of dotted keys to values");
       }
-      f.variants_.emplace_back(vname, std::move(overrides));
+      for (const auto& kv : v.second) {
+        const YAML::Mark m = kv.first.Mark();
+        overrides.push_back({kv.first.Scalar(), kv.second,
+                             fmt::format("{}:{}:{} (variant {})", name, m.line + 1, m.column + 1,
+                                         vname)});
+      }
     }
+    out.emplace_back(vname, std::move(overrides));
+  }
+  return out;
+}
+
+}  // namespace
+
+ScenarioFile ScenarioFile::Parse(const std::string& text, const std::string& name) {
+  ScenarioFile f;
+  f.path_ = name;
+  f.text_ = text;
+  for (auto& [vname, overrides] : VariantsOf(ParseYaml(text, name), name)) {
+    f.variant_names_.push_back(vname);
   }
   return f;
 }
 
 std::vector<std::string> ScenarioFile::variant_names() const {
-  if (variants_.empty()) return {"base"};
-  std::vector<std::string> names;
-  for (const auto& [n, o] : variants_) names.push_back(n);
-  return names;
+  if (variant_names_.empty()) return {"base"};
+  return variant_names_;
 }
 
 Scenario ScenarioFile::Resolve(const std::string& variant, const std::vector<Override>& sets) const {
+  // A fresh parse per resolution: overrides edit the tree, and yaml-cpp's Clone() drops the
+  // line/column marks that error messages need.
+  YAML::Node root = ParseYaml(text_, path_);
+  const auto variants = VariantsOf(root, path_);
   std::vector<Override> all;
-  if (!variants_.empty() || variant != "base") {
-    auto it = std::find_if(variants_.begin(), variants_.end(),
+  if (!variants.empty() || variant != "base") {
+    auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const auto& v) { return v.first == variant; });
-    if (it == variants_.end()) {
+    if (it == variants.end()) {
       throw ScenarioError(fmt::format("{}: no variant named '{}' (variants: {})", path_, variant,
                                       Join(variant_names(), ", ")));
     }
     all = it->second;
   }
-  all.insert(all.end(), sets.begin(), sets.end());
-  const Context ctx{path_, &all};
-  YAML::Node root = YAML::Clone(root_);
-  root.remove("variants");
-  for (const Override& o : all) {
-    const bool from_set = o.origin.rfind("--set", 0) == 0;
-    if (from_set && o.key.rfind("variants", 0) == 0) {
+  for (const Override& o : sets) {
+    if (o.key.rfind("variants", 0) == 0) {
       throw ScenarioError(o.origin + ": variants cannot be set from the command line");
     }
-    Apply(ctx, root, o);
+    all.push_back({o.key, YAML::Clone(o.value), o.origin});
   }
+  const Context ctx{path_, &all};
+  for (const Override& o : all) Apply(ctx, root, o);
   Scenario sc = Convert(ctx, root);
   sc.variant = variant;
   return sc;

@@ -8,7 +8,7 @@
 // column and key path (or the --set argument that brought the bad value).
 //
 // Thread-safety: a ScenarioFile is immutable after Load(); Resolve() is const and may run
-// concurrently.
+// concurrently (it parses its own copy of the text).
 #ifndef STALLSCOPE_PIPELINE_SCENARIO_H_
 #define STALLSCOPE_PIPELINE_SCENARIO_H_
 
@@ -120,8 +120,8 @@ class ScenarioFile {
 
  private:
   std::string path_;
-  YAML::Node root_;
-  std::vector<std::pair<std::string, std::vector<Override>>> variants_;
+  std::string text_;
+  std::vector<std::string> variant_names_;
 };
 
 // Parses "KEY=VALUE" from the command line (VALUE read as YAML). Throws ScenarioError.
