@@ -268,8 +268,11 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
   std::error_code ec;
   const fs::path root(options.path);
   if (!fs::is_directory(root, ec)) {
-    throw StorageError(fmt::format("{}: {}", options.path,
-                                   fs::exists(root, ec) ? "not a directory" : "no such directory"));
+    if (fs::exists(root, ec)) throw StorageError(options.path + ": not a directory");
+    throw StorageError(fmt::format(
+        "{}: no such directory (`stallscope gen {} --samples 2000 --size 112KiB` makes a test "
+        "dataset)",
+        options.path, options.path));
   }
   fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
   if (ec) throw StorageError(fmt::format("{}: cannot list: {}", options.path, ec.message()));

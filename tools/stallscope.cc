@@ -103,6 +103,11 @@ int Run(const std::string& path, std::vector<std::string> variants,
     json_out.open(json_path);
     if (!json_out) throw SetupError(json_path + ": cannot write the --json file");
   }
+  // Open every real dataset before anything runs: a bad directory is bad input (exit 2).
+  std::vector<std::unique_ptr<Storage>> storages(scenarios.size());
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    if (scenarios[i].storage.kind == "directory") storages[i] = MakeStorage(scenarios[i], quiet);
+  }
   const bool tty = !quiet && isatty(STDERR_FILENO);
   ProgressLine progress(tty);
   if (!quiet) {
@@ -110,8 +115,10 @@ int Run(const std::string& path, std::vector<std::string> variants,
                  path.c_str(), scenarios.size());
   }
   std::vector<VariantResult> results;
-  for (const Scenario& s : scenarios) {
-    std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const Scenario& s = scenarios[i];
+    std::unique_ptr<Storage> storage =
+        storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
     RunHooks hooks;
     hooks.quiet = quiet;
@@ -147,9 +154,11 @@ int Run(const std::string& path, std::vector<std::string> variants,
 
 int Validate(const std::string& path) {
   const ScenarioFile file = ScenarioFile::Load(path);
+  std::vector<Scenario> scenarios;
+  for (const std::string& v : file.variant_names()) scenarios.push_back(file.Resolve(v));
   std::cout << path << ": OK\n";
-  for (const std::string& v : file.variant_names()) {
-    const Scenario s = file.Resolve(v);
+  for (const Scenario& s : scenarios) {
+    const std::string& v = s.variant;
     std::string cache = s.cache_tiers.empty() ? "no cache" : "";
     for (const TierOptions& t : s.cache_tiers) {
       cache += fmt::format("{}{} {} {}", cache.empty() ? "" : " + ", t.kind,

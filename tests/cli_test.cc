@@ -1,0 +1,216 @@
+// The stallscope executable as a user meets it: exit codes, one-line messages that name the
+// file, line, column and key (or the path on disk), and nothing run on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace stallscope {
+namespace {
+
+using testing::ScratchDir;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `stallscope ARGS` through the shell, prefixed by `prefix` (e.g. a privilege drop).
+Result Stallscope(const std::string& args, const std::string& prefix = "") {
+  const std::string err_file = std::filesystem::temp_directory_path() /
+                               ("stallscope-cli-err-" + std::to_string(getpid()));
+  const std::string cmd =
+      prefix + " " + STALLSCOPE_BIN + " " + args + " 2>" + err_file + " </dev/null";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  Cli() : dir_("cli") {}
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_.path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  // Expects exit code 2, one line on stderr containing `needle`, and nothing on stdout.
+  void ExpectBadInput(const Result& r, const std::string& needle) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "") << "something ran";
+  }
+  ScratchDir dir_;
+};
+
+const char* kSmall = R"(name: small
+dataset: {samples: 256, sample_size: 4KiB}
+storage: {kind: simulated, bandwidth: 100MB/s}
+loader: {batch_size: 16, prefetch: 2, workers: 1}
+gpu: {step_time: 2ms}
+run: {epochs: 1}
+variants:
+  a: {}
+  b: {loader.prefetch: 0}
+)";
+
+TEST_F(Cli, RunPrintsTheTableAndWritesTheResultDocument) {
+  const std::string s = Write("small.yaml", kSmall);
+  const std::string json = (dir_.path() / "r.json").string();
+  const Result r = Stallscope("run " + s + " --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // --quiet
+  for (const char* row : {"GPU idle", "AU", "samples/s", "read MB/s", "stall fetch (s)",
+                          "stall preprocess (s)", "stall transfer (s)", "stall other (s)",
+                          "cache hit", "step wait p50 / p99", "bottleneck"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row;
+  }
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["scenario"], "small");
+  EXPECT_EQ(doc["mode"], "run");
+  EXPECT_EQ(doc["device"], "emulated");
+  ASSERT_EQ(doc["variants"].size(), 2u);
+  const auto& v = doc["variants"][0];
+  EXPECT_EQ(v["name"], "a");
+  for (const char* key : {"gpu_idle_fraction", "au", "window_seconds", "samples_per_second",
+                          "bytes_read", "stall_seconds", "bottleneck", "cache",
+                          "samples_delivered", "samples_verified", "integrity_errors",
+                          "samples_skipped", "step_wait_seconds", "epochs"}) {
+    EXPECT_TRUE(v.contains(key)) << key;
+  }
+  EXPECT_EQ(v["samples_delivered"], 256);
+  EXPECT_EQ(v["bytes_read"]["storage"], 256 * 4096);
+  EXPECT_TRUE(v["bottleneck"]["capacity_samples_per_second"].contains("gpu"));
+}
+
+TEST_F(Cli, VariantAndSetSelectWhatRuns) {
+  const std::string s = Write("small.yaml", kSmall);
+  const std::string json = (dir_.path() / "r.json").string();
+  const Result r = Stallscope("run " + s + " --quiet --variant b --set run.max_steps=5 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["variants"].size(), 1u);
+  EXPECT_EQ(doc["variants"][0]["name"], "b");
+  EXPECT_EQ(doc["variants"][0]["steps"], 5);
+}
+
+TEST_F(Cli, UnknownKey) {
+  const std::string s = Write("bad.yaml", "loader:\n  batch_size: 8\n  wokers: 2\n");
+  ExpectBadInput(Stallscope("run " + s), s + ":3:3: loader.wokers: unknown key (did you mean 'workers'?)");
+  ExpectBadInput(Stallscope("validate " + s), s + ":3:3: loader.wokers");
+}
+
+TEST_F(Cli, WrongType) {
+  const std::string s = Write("bad.yaml", "run:\n  epochs: three\n");
+  ExpectBadInput(Stallscope("run " + s), s + ":2:11: run.epochs: expected a whole number");
+}
+
+TEST_F(Cli, NegativeSize) {
+  const std::string s = Write("bad.yaml", "cache:\n  tiers:\n    - {kind: memory, capacity: -1GiB}\n");
+  ExpectBadInput(Stallscope("run " + s), s + ":3:32: cache.tiers.0.capacity: a size cannot be negative");
+}
+
+TEST_F(Cli, BadUnit) {
+  const std::string s = Write("bad.yaml", "dataset:\n  sample_size: 112KB/s\n");
+  ExpectBadInput(Stallscope("run " + s), s + ":2:16: dataset.sample_size: expected a size");
+}
+
+TEST_F(Cli, BadSetArgument) {
+  const std::string s = Write("small.yaml", kSmall);
+  ExpectBadInput(Stallscope("run " + s + " --set loader.prefetch=-1"),
+                 "--set 'loader.prefetch=-1': loader.prefetch: must be at least 0");
+}
+
+TEST_F(Cli, MissingDatasetDirectory) {
+  const std::string missing = (dir_.path() / "nowhere").string();
+  const std::string s = Write("dir.yaml", "dataset: {path: " + missing + "}\nstorage: {kind: directory}\n");
+  ExpectBadInput(Stallscope("run " + s), missing + ": no such directory");
+}
+
+TEST_F(Cli, EmptyDatasetDirectory) {
+  std::filesystem::create_directories(dir_.path() / "empty");
+  const std::string empty = (dir_.path() / "empty").string();
+  const std::string s = Write("dir.yaml", "dataset: {path: " + empty + "}\nstorage: {kind: directory}\n");
+  ExpectBadInput(Stallscope("run " + s), empty + ": no regular files");
+}
+
+TEST_F(Cli, UnreadableFileInDataset) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 8 --size 1KiB --quiet").code, 0);
+  const std::string bad = data + "/class_003/sample_0000003.bin";
+  std::filesystem::permissions(bad, std::filesystem::perms::none);
+  const std::string s = Write("dir.yaml", "dataset: {path: " + data + "}\nstorage: {kind: directory}\n");
+  // Root reads anything; drop the capabilities that let it, so the file is truly unreadable.
+  const std::string prefix =
+      geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+  ExpectBadInput(Stallscope("run " + s, prefix), bad + ": cannot open: Permission denied");
+}
+
+TEST_F(Cli, GenThenRunADirectoryVerifiesEveryByte) {
+  const std::string data = (dir_.path() / "data").string();
+  const Result g = Stallscope("gen " + data + " --samples 300 --size 8KiB:2KiB --classes 3");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_NE(g.out.find("wrote 300 files"), std::string::npos) << g.out;
+  const std::string s = Write("dir.yaml", "dataset: {path: " + data + R"(}
+storage: {kind: directory, cold: true}
+loader: {batch_size: 32, workers: 2}
+gpu: {step_time: 1ms}
+run: {epochs: 2}
+)");
+  const std::string json = (dir_.path() / "r.json").string();
+  const Result r = Stallscope("run " + s + " --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["variants"][0]["samples_verified"], 600);
+  EXPECT_EQ(doc["variants"][0]["integrity_errors"], 0);
+}
+
+TEST_F(Cli, GenRejectsBadSize) {
+  ExpectBadInput(Stallscope("gen " + (dir_.path() / "x").string() + " --samples 3 --size 4kb"),
+                 "--size 4kb");
+}
+
+TEST_F(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(Stallscope("").code, 2);
+  EXPECT_EQ(Stallscope("frobnicate").code, 2);
+  EXPECT_EQ(Stallscope("run").code, 2);
+  ExpectBadInput(Stallscope("run /nonexistent/s.yaml"), "/nonexistent/s.yaml: cannot open");
+  const Result help = Stallscope("--help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos);
+}
+
+TEST_F(Cli, ShippedScenariosValidate) {
+  int seen = 0;
+  for (const auto& e : std::filesystem::directory_iterator(STALLSCOPE_SCENARIOS)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++seen;
+    const Result r = Stallscope("validate " + e.path().string());
+    EXPECT_EQ(r.code, 0) << e.path() << ": " << r.err;
+  }
+  EXPECT_GE(seen, 4);
+}
+
+}  // namespace
+}  // namespace stallscope
