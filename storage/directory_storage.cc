@@ -37,6 +37,12 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 }  // namespace
 
 // One I/O thread: its own ring (or pread when io_uring is refused), its own queue.
+//
+// With io_uring each file costs two linked SQEs: OPENAT into a registered (direct) file slot,
+// then READ from that slot; the next open into the slot replaces the file, so there is no
+// close syscall, and a whole batch of opens and reads goes to the kernel in one
+// io_uring_enter. Kernels without direct descriptors get a plain open() and close() around
+// the ring read.
 class DirectoryStorage::IoThread {
  public:
   IoThread(DirectoryStorage* owner, uint32_t depth, bool try_uring, bool direct)
@@ -44,10 +50,11 @@ class DirectoryStorage::IoThread {
     wake_fd_ = eventfd(0, EFD_CLOEXEC);
     if (wake_fd_ < 0) throw StorageError("eventfd: " + ErrnoText(errno));
     if (try_uring) {
-      // +1 entry for the eventfd poll that wakes the thread when reads are submitted.
-      const int rc = io_uring_queue_init(depth_ + 1, &ring_, 0);
+      // Two SQEs per file (open + read) and one for the eventfd poll that wakes the thread.
+      const int rc = io_uring_queue_init(2 * depth_ + 1, &ring_, 0);
       uring_ = rc == 0;
       uring_error_ = rc < 0 ? -rc : 0;
+      if (uring_) fixed_files_ = io_uring_register_files_sparse(&ring_, depth_) == 0;
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
@@ -61,7 +68,7 @@ class DirectoryStorage::IoThread {
     }
     Wake();
     thread_.join();
-    if (uring_) io_uring_queue_exit(&ring_);
+    if (uring_) io_uring_queue_exit(&ring_);  // also closes the registered files
     close(wake_fd_);
   }
 
@@ -83,10 +90,13 @@ class DirectoryStorage::IoThread {
   };
   struct Slot {
     Item item;
-    int fd = -1;
+    int fd = -1;          // plain descriptor when the ring has no fixed files
     uint64_t done = 0;
     uint64_t size = 0;
+    int open_error = 0;   // -errno of a failed ring open
+    bool read_canceled = false;
   };
+  static constexpr uint64_t kOpenTag = 1ULL << 32;
 
   void Wake() {
     const uint64_t one = 1;
@@ -101,23 +111,50 @@ class DirectoryStorage::IoThread {
     return !(stop_ && local_.empty());
   }
 
-  int Open(uint64_t sample) {
-    int flags = O_RDONLY | O_CLOEXEC;
-    if (direct_) flags |= O_DIRECT;
-    return open(owner_->FullPath(sample).c_str(), flags);
-  }
+  int OpenFlags() const { return O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0); }
 
   void Complete(const Item& it, int64_t result) { it.callback->OnReadComplete(it.request, result); }
 
   void QueueRead(uint32_t slot_index) {
     Slot& s = slots_[slot_index];
+    // Cannot be null: the ring has two entries per slot plus one for the poll.
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    // Cannot be null: the ring has depth+1 entries and at most depth reads plus one poll.
     uint64_t len = s.size - s.done;
     if (direct_) len = RoundUp(len, kBlock);
-    io_uring_prep_read(sqe, s.fd, s.item.request.dst + s.done, static_cast<unsigned>(len),
-                       s.done);
+    io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
+                       s.item.request.dst + s.done, static_cast<unsigned>(len), s.done);
+    if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, slot_index);
+  }
+
+  // Starts one file: open (through the ring when it has fixed files) and read.
+  bool StartRead(const Item& it) {
+    const uint32_t idx = free_slots_.back();
+    Slot& s = slots_[idx];
+    s = Slot{it, -1, 0, owner_->SampleBytes(it.request.sample), 0, false};
+    if (s.size == 0) {
+      Complete(it, 0);
+      return false;
+    }
+    free_slots_.pop_back();
+    if (fixed_files_) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      // O_CLOEXEC does not apply to direct descriptors (the kernel refuses it).
+      io_uring_prep_openat_direct(sqe, AT_FDCWD, owner_->files_[it.request.sample].full.c_str(),
+                                  OpenFlags() & ~O_CLOEXEC, 0, idx);
+      sqe->flags |= IOSQE_IO_LINK;
+      io_uring_sqe_set_data64(sqe, kOpenTag | idx);
+    } else {
+      s.fd = open(owner_->files_[it.request.sample].full.c_str(), OpenFlags());
+      if (s.fd < 0) {
+        const int err = errno;
+        free_slots_.push_back(idx);
+        Complete(it, -err);
+        return false;
+      }
+    }
+    QueueRead(idx);
+    return true;
   }
 
   void ArmPoll() {
@@ -128,10 +165,46 @@ class DirectoryStorage::IoThread {
 
   void Finish(uint32_t slot_index, int64_t result) {
     Slot& s = slots_[slot_index];
-    close(s.fd);
+    if (s.fd >= 0) close(s.fd);
     s.fd = -1;
     free_slots_.push_back(slot_index);
     Complete(s.item, result);
+  }
+
+  // Handles one completion of a file's open or read; returns true when the file is done.
+  bool OnCompletion(uint64_t tag, int res) {
+    const uint32_t idx = static_cast<uint32_t>(tag & 0xffffffffu);
+    Slot& s = slots_[idx];
+    if (tag & kOpenTag) {
+      if (res >= 0) return false;
+      s.open_error = res;
+      if (s.read_canceled) Finish(idx, res);
+      return s.read_canceled;
+    }
+    if (res == -ECANCELED && s.done == 0) {  // the linked open failed
+      s.read_canceled = true;
+      if (s.open_error < 0) Finish(idx, s.open_error);
+      return s.open_error < 0;
+    }
+    if (res == -EAGAIN || res == -EINTR) {
+      QueueRead(idx);  // transient: try the same range again
+      return false;
+    }
+    if (res < 0) {
+      Finish(idx, res);
+      return true;
+    }
+    if (res == 0) {  // end of file before the size listed at start: the file shrank
+      Finish(idx, s.done >= s.size ? static_cast<int64_t>(s.size) : -ENODATA);
+      return true;
+    }
+    s.done += static_cast<uint64_t>(res);
+    if (s.done >= s.size) {
+      Finish(idx, static_cast<int64_t>(s.size));
+      return true;
+    }
+    QueueRead(idx);  // short read: ask for the rest
+    return false;
   }
 
   void RunUring() {
@@ -140,29 +213,15 @@ class DirectoryStorage::IoThread {
     uint32_t inflight = 0;
     while (true) {
       if (!TakeIncoming() && inflight == 0) break;
-      bool queued = false;
       while (!free_slots_.empty() && !local_.empty()) {
-        Item it = local_.front();
+        const Item it = local_.front();
         local_.pop_front();
-        const int fd = Open(it.request.sample);
-        if (fd < 0) {
-          Complete(it, -errno);
-          continue;
-        }
-        const uint32_t idx = free_slots_.back();
-        free_slots_.pop_back();
-        slots_[idx] = {it, fd, 0, owner_->SampleBytes(it.request.sample)};
-        if (slots_[idx].size == 0) {
-          Finish(idx, 0);
-          continue;
-        }
-        QueueRead(idx);
-        ++inflight;
-        queued = true;
+        inflight += StartRead(it);
       }
       io_uring_cqe* cqe = nullptr;
-      const int rc = queued ? io_uring_submit_and_wait(&ring_, 1) : io_uring_wait_cqe(&ring_, &cqe);
-      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      const int rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
+                                                   : io_uring_wait_cqe(&ring_, &cqe);
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
         std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
       }
       unsigned head;
@@ -171,32 +230,12 @@ class DirectoryStorage::IoThread {
       io_uring_for_each_cqe(&ring_, head, cqe) {
         ++seen;
         const uint64_t tag = io_uring_cqe_get_data64(cqe);
-        const int res = cqe->res;
         if (tag == kPollTag) {
           uint64_t count;
           [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
           rearm = true;
-          continue;
-        }
-        const uint32_t idx = static_cast<uint32_t>(tag);
-        Slot& s = slots_[idx];
-        if (res == -EAGAIN || res == -EINTR) {
-          QueueRead(idx);  // transient: try the same range again
-        } else if (res < 0) {
+        } else if (OnCompletion(tag, cqe->res)) {
           --inflight;
-          Finish(idx, res);
-        } else if (res == 0) {
-          // End of file before the size listed at start: the file shrank.
-          --inflight;
-          Finish(idx, s.done >= s.size ? static_cast<int64_t>(s.size) : -ENODATA);
-        } else {
-          s.done += static_cast<uint64_t>(res);
-          if (s.done >= s.size) {
-            --inflight;
-            Finish(idx, static_cast<int64_t>(s.size));
-          } else {
-            QueueRead(idx);  // short read: ask for the rest
-          }
         }
       }
       io_uring_cq_advance(&ring_, seen);
@@ -215,7 +254,7 @@ class DirectoryStorage::IoThread {
       }
       Item it = local_.front();
       local_.pop_front();
-      const int fd = Open(it.request.sample);
+      const int fd = open(owner_->files_[it.request.sample].full.c_str(), OpenFlags());
       if (fd < 0) {
         Complete(it, -errno);
         continue;
@@ -248,6 +287,7 @@ class DirectoryStorage::IoThread {
   const bool direct_;
   io_uring ring_{};
   bool uring_ = false;
+  bool fixed_files_ = false;
   int uring_error_ = 0;
   int wake_fd_ = -1;
 
@@ -282,7 +322,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     if (!it->is_regular_file(sec)) continue;  // follows symlinks to files
     std::string rel = fs::relative(it->path(), root, sec).generic_string();
     if (rel == kManifestName) continue;
-    files_.push_back({std::move(rel), 0, 0});
+    files_.push_back({std::move(rel), "", 0, 0});
   }
   if (files_.empty()) {
     throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.path));
@@ -301,7 +341,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
   for (uint64_t i = 0; i < files_.size(); ++i) {
     File& f = files_[i];
-    const std::string full = FullPath(i);
+    f.full = options.path + "/" + f.relative;
+    const std::string& full = f.full;
     const int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw StorageError(fmt::format("{}: cannot open: {}", full, ErrnoText(errno)));
     const off_t size = lseek(fd, 0, SEEK_END);
@@ -326,7 +367,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
   direct_ = options.direct_io;
   if (direct_) {
-    const int fd = open(FullPath(0).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    const int fd = open(files_[0].full.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd < 0 && errno == EINVAL) {
       direct_ = false;
       if (!options.quiet) {
@@ -351,10 +392,6 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
 DirectoryStorage::~DirectoryStorage() = default;
 
-std::string DirectoryStorage::FullPath(uint64_t sample) const {
-  return options_.path + "/" + files_[sample].relative;
-}
-
 uint64_t DirectoryStorage::BufferBytes(uint64_t sample) const {
   return direct_ ? RoundUp(files_[sample].bytes, kBlock) : files_[sample].bytes;
 }
@@ -368,7 +405,7 @@ bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
 void DirectoryStorage::BeginEpoch(int epoch) {
   if (!options_.cold) return;
   for (uint64_t i = 0; i < files_.size(); ++i) {
-    const int fd = open(FullPath(i).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = open(files_[i].full.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // the read will report it
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);

@@ -68,12 +68,11 @@ class DirectoryStorage final : public Storage {
  private:
   struct File {
     std::string relative;
+    std::string full;  // the path opened: options.path + "/" + relative
     uint64_t bytes = 0;
     uint32_t label = 0;
   };
   class IoThread;
-
-  std::string FullPath(uint64_t sample) const;
 
   // Constant after construction.
   DirectoryStorageOptions options_;

@@ -111,8 +111,11 @@ TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
   std::vector<double> lat;
   for (auto& d : c.results) lat.push_back(std::chrono::duration<double>(d.at - t0).count());
   std::sort(lat.begin(), lat.end());
-  EXPECT_NEAR(lat[1000], 0.020, 0.003);
-  EXPECT_NEAR(lat[1980], 0.080, 0.015);
+  // Completions can only be late (a busy machine delays the storage thread), never early.
+  EXPECT_GT(lat[1000], 0.018);
+  EXPECT_LT(lat[1000], 0.026);
+  EXPECT_GT(lat[1980], 0.065);
+  EXPECT_LT(lat[1980], 0.100);
   for (uint64_t i = 0; i < 2000; ++i) EXPECT_TRUE(s.Verify(i, {buf.at(i), 64}));
 }
 
