@@ -80,6 +80,13 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
     v.bottleneck_text = fmt::format("{}-bound: {} delivers {} of what the GPU consumes",
                                     slowest->name, Noun(slowest->name),
                                     Pct(*slowest->capacity / demand));
+    if (slowest->name == "fetch") {
+      // How much look-ahead the storage had: with it all in use, either the storage is at
+      // its limit or more prefetch would hide more latency.
+      v.bottleneck_text += fmt::format(
+          ", with {:.1f} of {} batches in flight on average (loader.prefetch {})",
+          v.fetch_batches_in_flight, in.prefetch + 1, in.prefetch);
+    }
     return;
   }
   const std::string headroom =
@@ -198,7 +205,12 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   v.bytes_per_second = v.wall_seconds > 0 ? total_bytes / v.wall_seconds : 0;
 
   const double fetch_busy = UnionLength(fetch_intervals);
-  if (fetch_busy > 0) v.capacity_fetch = samples / fetch_busy;
+  if (fetch_busy > 0) {
+    v.capacity_fetch = samples / fetch_busy;
+    double fetch_total = 0;
+    for (const auto& [start, done] : fetch_intervals) fetch_total += done - start;
+    v.fetch_batches_in_flight = fetch_total / fetch_busy;
+  }
   if (run.preprocess_stage && run.worker_busy_seconds > 0) {
     v.capacity_preprocess = samples / run.worker_busy_seconds * in.workers;
   }

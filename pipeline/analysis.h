@@ -62,6 +62,7 @@ struct VariantResult {
   // Samples per second; nullopt when a stage did no work (e.g. no preprocessing).
   std::optional<double> capacity_fetch, capacity_preprocess, capacity_transfer;
   double capacity_gpu = 0;
+  double fetch_batches_in_flight = 0;  // mean number of batches being fetched while any was
   std::vector<TierResult> cache;
   double cache_hit_ratio = 0;  // over all tiers
   uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;

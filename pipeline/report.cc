@@ -56,6 +56,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
           {"preprocess", Capacity(v.capacity_preprocess)},
           {"transfer", Capacity(v.capacity_transfer)},
           {"gpu", v.capacity_gpu > 0 ? nlohmann::json(v.capacity_gpu) : nlohmann::json(nullptr)}}}}},
+      {"fetch_batches_in_flight", v.fetch_batches_in_flight},
       {"cache", cache},
       {"cache_hit_ratio", v.cache_hit_ratio},
       {"samples_delivered", v.samples_delivered},
