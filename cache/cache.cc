@@ -1,9 +1,9 @@
 #include "cache/cache.h"
 
+#include <fmt/format.h>
 #include <sys/mman.h>
 
 #include <cstring>
-#include <fmt/format.h>
 
 namespace stallscope {
 namespace {

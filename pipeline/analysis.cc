@@ -1,8 +1,9 @@
 #include "pipeline/analysis.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <stdexcept>
 
 #include "pipeline/units.h"
@@ -77,15 +78,15 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
   }
   if (slowest && *slowest->capacity < 0.97 * demand && v.gpu_idle_fraction >= 0.02) {
     v.bottleneck_stage = slowest->name;
-    v.bottleneck_text = fmt::format("{}-bound: {} delivers {} of what the GPU consumes",
-                                    slowest->name, Noun(slowest->name),
-                                    Pct(*slowest->capacity / demand));
+    v.bottleneck_text =
+        fmt::format("{}-bound: {} delivers {} of what the GPU consumes", slowest->name,
+                    Noun(slowest->name), Pct(*slowest->capacity / demand));
     if (slowest->name == "fetch") {
       // How much look-ahead the storage had: with it all in use, either the storage is at
       // its limit or more prefetch would hide more latency.
-      v.bottleneck_text += fmt::format(
-          ", with {:.1f} of {} batches in flight on average (loader.prefetch {})",
-          v.fetch_batches_in_flight, in.prefetch + 1, in.prefetch);
+      v.bottleneck_text +=
+          fmt::format(", with {:.1f} of {} batches in flight on average (loader.prefetch {})",
+                      v.fetch_batches_in_flight, in.prefetch + 1, in.prefetch);
     }
     return;
   }

@@ -22,8 +22,7 @@
 namespace stallscope {
 
 inline double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A staged batch in host memory, laid out as `samples` rows of `row_bytes`.

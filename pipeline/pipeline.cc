@@ -1,9 +1,10 @@
 #include "pipeline/pipeline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fmt/format.h>
 #include <stdexcept>
 
 #include "pipeline/preprocess.h"
@@ -71,10 +72,11 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
   if (options.max_steps > 0) total_batches_ = std::min(total_batches_, options.max_steps);
 
   normalize_ = options.preprocess == "normalize";
-  preprocess_stage_ = normalize_ || options.preprocess_cost > 0 ||
-                      (options.verify && storage.can_verify());
+  preprocess_stage_ =
+      normalize_ || options.preprocess_cost > 0 || (options.verify && storage.can_verify());
   raw_stride_ = RoundUp(std::max<uint64_t>(storage.max_sample_bytes(), 1), 4096);
-  staged_stride_ = normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64) : raw_stride_;
+  staged_stride_ =
+      normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64) : raw_stride_;
   // Chunks: enough that every worker has work even on a single batch (prefetch 0).
   chunks_per_batch_ = std::min<uint32_t>(batch, std::max<uint32_t>(options.workers, 1) * 2);
 
@@ -212,9 +214,9 @@ void Pipeline::FetcherLoop() {
     {
       std::unique_lock lock(mu_);
       fetch_cv_.wait(lock, [&] {
-        return stop_ || (b <= device_batch_ + options_.prefetch && !free_slots_.empty() &&
-                         (epoch == order_epoch || !storage_.needs_epoch_barrier() ||
-                          fetches_done_ == b));
+        return stop_ ||
+               (b <= device_batch_ + options_.prefetch && !free_slots_.empty() &&
+                (epoch == order_epoch || !storage_.needs_epoch_barrier() || fetches_done_ == b));
       });
       if (stop_) return;
       slot_index = free_slots_.back();

@@ -48,17 +48,17 @@ struct PipelineOptions {
   std::string preprocess = "normalize";  // none | normalize
   double preprocess_cost = 0;            // seconds of extra CPU work per sample
   uint32_t epochs = 1;
-  uint64_t max_steps = 0;                // 0 = whole epochs
+  uint64_t max_steps = 0;  // 0 = whole epochs
   bool verify = true;
-  std::string on_error = "retry";        // retry | skip | fail
+  std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
 };
 
 // One step's batch, from its first read to the end of its training step.
 struct BatchRecord {
   uint32_t epoch = 0;
-  uint32_t samples = 0;          // planned
-  uint32_t skipped = 0;          // given up after errors (on_error: skip)
+  uint32_t samples = 0;  // planned
+  uint32_t skipped = 0;  // given up after errors (on_error: skip)
   uint32_t cache_hits[kMaxCacheTiers] = {};
   uint64_t cache_bytes[kMaxCacheTiers] = {};
   uint64_t storage_bytes = 0;
@@ -72,12 +72,12 @@ struct RunRecord {
   std::string device;
   std::vector<BatchRecord> batches;
   uint64_t batches_per_epoch = 0;
-  double start = 0, end = 0;  // wall span of the run
+  double start = 0, end = 0;       // wall span of the run
   double worker_busy_seconds = 0;  // sum over workers of time spent preprocessing
   bool preprocess_stage = true;    // false when there was nothing to do (none, no verify)
   uint64_t samples_verified = 0;
   uint64_t integrity_errors = 0;
-  uint64_t read_errors = 0;        // failed attempts, including those retried
+  uint64_t read_errors = 0;  // failed attempts, including those retried
   std::vector<uint64_t> skipped_samples;
   std::vector<TierStats> cache;
   bool failed = false;
@@ -89,7 +89,7 @@ struct LiveCounters {
   std::atomic<uint32_t> epoch{0};
   std::atomic<uint64_t> steps{0};
   std::atomic<uint64_t> samples{0};
-  std::atomic<double> busy_seconds{0};   // summed over completed steps
+  std::atomic<double> busy_seconds{0};  // summed over completed steps
   std::atomic<double> first_step_start{0};
   std::atomic<double> last_step_end{0};
 };
@@ -142,21 +142,21 @@ class Pipeline final : private ReadCallback {
   std::condition_variable device_cv_;  // batch copied, or stop
   // Guarded by mu_.
   std::vector<int> free_slots_;
-  std::deque<int> fetched_;            // slots waiting for the workers, in batch order
-  std::vector<int> slot_of_batch_;     // -1 until the fetcher assigns one
-  std::vector<uint8_t> ready_;         // per batch: preprocessed
-  std::vector<uint8_t> copied_;        // per batch: on the device
-  uint64_t device_batch_ = 0;          // the batch the device is on or waiting for
+  std::deque<int> fetched_;         // slots waiting for the workers, in batch order
+  std::vector<int> slot_of_batch_;  // -1 until the fetcher assigns one
+  std::vector<uint8_t> ready_;      // per batch: preprocessed
+  std::vector<uint8_t> copied_;     // per batch: on the device
+  uint64_t device_batch_ = 0;       // the batch the device is on or waiting for
   uint64_t fetches_done_ = 0;
   bool stop_ = false;
   std::string error_;
 
-  std::vector<BatchRecord> records_;   // each field written by the stage that owns it
+  std::vector<BatchRecord> records_;  // each field written by the stage that owns it
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> reads_outstanding_{0};
   std::atomic<uint64_t> verified_{0}, integrity_errors_{0}, read_errors_{0};
-  std::vector<double> worker_busy_;    // per worker, written by that worker
-  std::vector<uint64_t> skipped_;      // guarded by mu_
+  std::vector<double> worker_busy_;  // per worker, written by that worker
+  std::vector<uint64_t> skipped_;    // guarded by mu_
   LiveCounters live_;
 };
 

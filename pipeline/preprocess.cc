@@ -32,8 +32,7 @@ CpuBurner::CpuBurner() {
   for (int i = 0; i < 7; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     sink = sink + Chain(i + 1, kIterations);
-    const double dt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::min(best, dt);
   }
   rate_ = static_cast<double>(kIterations) / std::max(best, 1e-9);

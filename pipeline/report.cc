@@ -1,7 +1,8 @@
 #include "pipeline/report.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "pipeline/units.h"
 
@@ -19,9 +20,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
   for (const auto& [tier, n] : v.bytes_by_tier) bytes[tier] = n;
   nlohmann::json cache = nlohmann::json::object();
   for (const TierResult& t : v.cache) {
-    cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},
-                     {"misses", t.misses},       {"hit_ratio", t.hit_ratio},
-                     {"bytes", t.bytes},         {"evictions", t.evictions}};
+    cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},   {"misses", t.misses},
+                     {"hit_ratio", t.hit_ratio}, {"bytes", t.bytes}, {"evictions", t.evictions}};
   }
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochResult& e : v.epochs) {
@@ -55,7 +55,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
          {{"fetch", Capacity(v.capacity_fetch)},
           {"preprocess", Capacity(v.capacity_preprocess)},
           {"transfer", Capacity(v.capacity_transfer)},
-          {"gpu", v.capacity_gpu > 0 ? nlohmann::json(v.capacity_gpu) : nlohmann::json(nullptr)}}}}},
+          {"gpu",
+           v.capacity_gpu > 0 ? nlohmann::json(v.capacity_gpu) : nlohmann::json(nullptr)}}}}},
       {"fetch_batches_in_flight", v.fetch_batches_in_flight},
       {"cache", cache},
       {"cache_hit_ratio", v.cache_hit_ratio},
@@ -96,8 +97,10 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   add("", [](const VariantResult& v) { return v.name; });
   add("GPU idle", [&](const VariantResult& v) { return pct(v.gpu_idle_fraction); });
   add("AU", [&](const VariantResult& v) { return pct(v.au); });
-  add("samples/s", [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
-  add("read MB/s", [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
+  add("samples/s",
+      [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
+  add("read MB/s",
+      [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
   add("stall fetch (s)", [&](const VariantResult& v) { return secs(v.stall.fetch); });
   add("stall preprocess (s)", [&](const VariantResult& v) { return secs(v.stall.preprocess); });
   add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
@@ -130,7 +133,8 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   std::string out;
   for (const Row& r : rows) {
     out += fmt::format("{:<{}}", r.label, label_w + 2);
-    for (size_t i = 0; i < r.cells.size(); ++i) out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
+    for (size_t i = 0; i < r.cells.size(); ++i)
+      out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
     out += "\n";
   }
   out += "\n";

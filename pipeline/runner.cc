@@ -30,8 +30,8 @@ void CheckRunnable(const Scenario& s) {
 }
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
-  SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev,
-                     s.seed, s.dataset.classes};
+  SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev, s.seed,
+                     s.dataset.classes};
   if (s.storage.kind == "memory") return std::make_unique<MemoryStorage>(d);
   if (s.storage.kind == "simulated") {
     SimulatedStorageOptions o;

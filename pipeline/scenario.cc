@@ -1,8 +1,9 @@
 #include "pipeline/scenario.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-#include <fmt/format.h>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -103,7 +104,8 @@ class Section {
       ctx_.Fail(n, Path(key), fmt::format("must be at least {}, got {}", min, v));
     }
     if (static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
-      ctx_.Fail(n, Path(key), fmt::format("is too large (at most {})", std::numeric_limits<T>::max()));
+      ctx_.Fail(n, Path(key),
+                fmt::format("is too large (at most {})", std::numeric_limits<T>::max()));
     }
     return static_cast<T>(v);
   }
@@ -133,7 +135,8 @@ class Section {
     if (!v) {
       ctx_.Fail(n, path,
                 "expected a size such as 4096, 112KiB, 4MB or 1.5GiB (B, kB, MB, GB, TB, KiB, "
-                "MiB, GiB, TiB), got " + Show(n));
+                "MiB, GiB, TiB), got " +
+                    Show(n));
     }
     if (*v < 0) ctx_.Fail(n, path, "a size cannot be negative, got " + Show(n));
     if (positive && *v < 1) ctx_.Fail(n, path, "must be a positive size, got " + Show(n));
@@ -145,8 +148,7 @@ class Section {
     if (!n.IsDefined()) return def;
     const auto v = ParseDuration(n.Scalar());
     if (!v) {
-      ctx_.Fail(n, Path(key),
-                "expected a duration such as 200us, 5ms, 1.5s or 2m, got " + Show(n));
+      ctx_.Fail(n, Path(key), "expected a duration such as 200us, 5ms, 1.5s or 2m, got " + Show(n));
     }
     if (*v < 0) ctx_.Fail(n, Path(key), "a duration cannot be negative, got " + Show(n));
     if (positive && *v <= 0) ctx_.Fail(n, Path(key), "must be a positive duration");
@@ -158,8 +160,8 @@ class Section {
     if (!n.IsDefined()) return def;
     const auto v = ParseRate(n.Scalar());
     if (!v) {
-      ctx_.Fail(n, Path(key), "expected a rate such as 400MB/s or 2GiB/s (0 = unlimited), got " +
-                                  Show(n));
+      ctx_.Fail(n, Path(key),
+                "expected a rate such as 400MB/s or 2GiB/s (0 = unlimited), got " + Show(n));
     }
     if (*v < 0) ctx_.Fail(n, Path(key), "a rate cannot be negative, got " + Show(n));
     return *v;
@@ -423,8 +425,8 @@ void Apply(const Context& ctx, YAML::Node& root, const Override& o) {
       continue;
     }
     if (cur.IsScalar()) {
-      throw ScenarioError(fmt::format("{}: {}: cannot set a key inside a single value", o.origin,
-                                      path));
+      throw ScenarioError(
+          fmt::format("{}: {}: cannot set a key inside a single value", o.origin, path));
     }
     if (last) {
       cur[part] = o.value;
@@ -482,9 +484,9 @@ std::vector<std::pair<std::string, std::vector<Override>>> VariantsOf(const YAML
       }
       for (const auto& kv : v.second) {
         const YAML::Mark m = kv.first.Mark();
-        overrides.push_back({kv.first.Scalar(), kv.second,
-                             fmt::format("{}:{}:{} (variant {})", name, m.line + 1, m.column + 1,
-                                         vname)});
+        overrides.push_back(
+            {kv.first.Scalar(), kv.second,
+             fmt::format("{}:{}:{} (variant {})", name, m.line + 1, m.column + 1, vname)});
       }
     }
     out.emplace_back(vname, std::move(overrides));
@@ -509,7 +511,8 @@ std::vector<std::string> ScenarioFile::variant_names() const {
   return variant_names_;
 }
 
-Scenario ScenarioFile::Resolve(const std::string& variant, const std::vector<Override>& sets) const {
+Scenario ScenarioFile::Resolve(const std::string& variant,
+                               const std::vector<Override>& sets) const {
   // A fresh parse per resolution: overrides edit the tree, and yaml-cpp's Clone() drops the
   // line/column marks that error messages need.
   YAML::Node root = ParseYaml(text_, path_);

@@ -38,22 +38,22 @@ struct Scenario {
   uint64_t seed = 42;
 
   struct Dataset {
-    uint64_t samples = 10000;            // simulated/memory storage: how many samples
-    uint64_t sample_size = 112 * 1024;   // bytes (mean)
-    uint64_t sample_size_stdev = 0;      // bytes; {mean:, stdev:} form
-    std::string path;                    // storage.kind directory: the dataset root
-    uint32_t classes = 100;              // labels for the training step
+    uint64_t samples = 10000;           // simulated/memory storage: how many samples
+    uint64_t sample_size = 112 * 1024;  // bytes (mean)
+    uint64_t sample_size_stdev = 0;     // bytes; {mean:, stdev:} form
+    std::string path;                   // storage.kind directory: the dataset root
+    uint32_t classes = 100;             // labels for the training step
   } dataset;
 
   struct Storage {
-    std::string kind = "simulated";      // simulated | directory | memory
-    double bandwidth = 0;                // bytes/s shared by all reads; 0 = unlimited
+    std::string kind = "simulated";           // simulated | directory | memory
+    double bandwidth = 0;                     // bytes/s shared by all reads; 0 = unlimited
     double latency_p50 = 0, latency_p99 = 0;  // seconds
     uint32_t max_inflight = 64;
-    double iops = 0;                     // 0 = unlimited
-    bool direct_io = false;              // directory: O_DIRECT
-    bool cold = false;                   // directory: evict page cache before each epoch
-    struct Faults {                      // accepted now; injected by the reliability issue
+    double iops = 0;         // 0 = unlimited
+    bool direct_io = false;  // directory: O_DIRECT
+    bool cold = false;       // directory: evict page cache before each epoch
+    struct Faults {          // accepted now; injected by the reliability issue
       double error_rate = 0, timeout_rate = 0, timeout = 1.0, stall_every = 0, stall_for = 0;
     } faults;
   } storage;
@@ -62,31 +62,31 @@ struct Scenario {
 
   struct Loader {
     uint32_t batch_size = 256;
-    uint32_t prefetch = 4;               // batches prepared ahead of the device
-    uint32_t io_depth = 64;              // reads in flight (directory)
+    uint32_t prefetch = 4;   // batches prepared ahead of the device
+    uint32_t io_depth = 64;  // reads in flight (directory)
     uint32_t io_threads = 1;
-    uint32_t workers = 2;                // preprocessing threads
+    uint32_t workers = 2;                  // preprocessing threads
     std::string preprocess = "normalize";  // none | normalize | jpeg-decode
-    double preprocess_cost = 0;          // seconds of extra real CPU work per sample
-    std::string on_error = "retry";      // retry | skip | fail
+    double preprocess_cost = 0;            // seconds of extra real CPU work per sample
+    std::string on_error = "retry";        // retry | skip | fail
     uint32_t retries = 3;
   } loader;
 
   struct Gpu {
-    std::string device = "auto";         // auto | cuda | emulated
-    double step_time = 0.050;            // seconds
+    std::string device = "auto";  // auto | cuda | emulated
+    double step_time = 0.050;     // seconds
     struct Model {
       std::string kind = "mlp";
       uint32_t input = 1024, hidden = 0, layers = 4, classes = 100;
     } model;
-    std::string gemm = "cublas";         // cublas | own
+    std::string gemm = "cublas";  // cublas | own
   } gpu;
 
   struct Run {
     uint32_t epochs = 3;
-    uint32_t warmup_steps = 1;           // steps excluded from the measured window
-    uint64_t max_steps = 0;              // 0 = whole epochs
-    bool verify = true;                  // check every delivered sample's content
+    uint32_t warmup_steps = 1;  // steps excluded from the measured window
+    uint64_t max_steps = 0;     // 0 = whole epochs
+    bool verify = true;         // check every delivered sample's content
   } run;
 
   struct Cluster {
@@ -94,7 +94,7 @@ struct Scenario {
     double network_bandwidth = 0;
   } cluster;
 
-  std::optional<double> gpu_hour_cost;   // cost.gpu_hour, USD
+  std::optional<double> gpu_hour_cost;  // cost.gpu_hour, USD
 };
 
 // One override: a dotted key path and a YAML value.

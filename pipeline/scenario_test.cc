@@ -29,7 +29,9 @@ cache: {tiers: [{kind: memory, capacity: 1GiB}]}
 loader: {batch_size: 8, preprocess: {kind: normalize, cost: 100us}}
 gpu: {step_time: 50ms}
 cost: {gpu_hour: 2.5}
-)", "t.yaml").Resolve("base");
+)",
+                                         "t.yaml")
+                         .Resolve("base");
   EXPECT_EQ(s.name, "t");
   EXPECT_EQ(s.dataset.sample_size, 4096u);
   EXPECT_EQ(s.dataset.sample_size_stdev, 1024u);
@@ -49,14 +51,16 @@ cache: {tiers: [{kind: memory, capacity: 1GiB}]}
 variants:
   cold: {cache.tiers: []}
   deep: {loader.prefetch: 16, cache.tiers.0.capacity: 2GiB}
-)", "v.yaml");
+)",
+                                             "v.yaml");
   EXPECT_EQ(f.variant_names(), (std::vector<std::string>{"cold", "deep"}));
   EXPECT_TRUE(f.Resolve("cold").cache_tiers.empty());
   const Scenario deep = f.Resolve("deep");
   EXPECT_EQ(deep.loader.prefetch, 16u);
   EXPECT_EQ(deep.cache_tiers[0].capacity, 2u << 30);
-  const Scenario set = f.Resolve("deep", {ParseSetArgument("loader.prefetch=2"),
-                                          ParseSetArgument("cache.tiers=[{kind: memory, capacity: 1MB}]")});
+  const Scenario set =
+      f.Resolve("deep", {ParseSetArgument("loader.prefetch=2"),
+                         ParseSetArgument("cache.tiers=[{kind: memory, capacity: 1MB}]")});
   EXPECT_EQ(set.loader.prefetch, 2u);
   EXPECT_EQ(set.cache_tiers[0].capacity, 1000000u);
   EXPECT_NE(ErrorOf("variants: {a: {}}", "b").find("no variant named 'b'"), std::string::npos);
@@ -65,13 +69,15 @@ variants:
 TEST(Scenario, UnknownKeyNamesFileLineColumnAndPath) {
   const std::string e = ErrorOf("storage:\n  kind: simulated\n  bandwith: 400MB/s\n");
   EXPECT_NE(e.find("s.yaml:3:3: storage.bandwith: unknown key (did you mean 'bandwidth'?)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(Scenario, WrongTypeIsNamed) {
   const std::string e = ErrorOf("loader:\n  workers: many\n");
   EXPECT_NE(e.find("s.yaml:2:12: loader.workers: expected a whole number, got 'many'"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   const std::string e2 = ErrorOf("loader: [1, 2]\n");
   EXPECT_NE(e2.find("s.yaml:1:9: loader: expected a mapping"), std::string::npos) << e2;
   const std::string e3 = ErrorOf("run: {verify: perhaps}\n");
@@ -81,7 +87,8 @@ TEST(Scenario, WrongTypeIsNamed) {
 TEST(Scenario, NegativeAndZeroSizesAreRefused) {
   const std::string e = ErrorOf("dataset:\n  sample_size: -4KiB\n");
   EXPECT_NE(e.find("s.yaml:2:16: dataset.sample_size: a size cannot be negative"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   const std::string e2 = ErrorOf("cache: {tiers: [{kind: memory, capacity: 0}]}\n");
   EXPECT_NE(e2.find("cache.tiers.0.capacity: must be a positive size"), std::string::npos) << e2;
   const std::string e3 = ErrorOf("loader: {batch_size: 0}\n");
@@ -93,7 +100,8 @@ TEST(Scenario, NegativeAndZeroSizesAreRefused) {
 TEST(Scenario, BadUnitIsNamed) {
   const std::string e = ErrorOf("storage:\n  bandwidth: 400MB\n");
   EXPECT_NE(e.find("s.yaml:2:14: storage.bandwidth: expected a rate such as 400MB/s"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   const std::string e2 = ErrorOf("gpu: {step_time: 50}\n");
   EXPECT_NE(e2.find("gpu.step_time: expected a duration"), std::string::npos) << e2;
   const std::string e3 = ErrorOf("dataset: {sample_size: 4KB8}\n");
@@ -109,7 +117,8 @@ TEST(Scenario, ErrorsInVariantsAndSetPointAtTheirOrigin) {
       << e2;
   const std::string e3 = ErrorOf("{}", "base", {"storage.bandwidth=fast"});
   EXPECT_NE(e3.find("--set 'storage.bandwidth=fast': storage.bandwidth: expected a rate"),
-            std::string::npos) << e3;
+            std::string::npos)
+      << e3;
   EXPECT_THROW(ParseSetArgument("novalue"), ScenarioError);
 }
 

@@ -1,9 +1,10 @@
 #include "pipeline/units.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fmt/format.h>
 #include <utility>
 
 namespace stallscope {

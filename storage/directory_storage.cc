@@ -1,6 +1,7 @@
 #include "storage/directory_storage.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -90,10 +90,10 @@ class DirectoryStorage::IoThread {
   };
   struct Slot {
     Item item;
-    int fd = -1;          // plain descriptor when the ring has no fixed files
+    int fd = -1;  // plain descriptor when the ring has no fixed files
     uint64_t done = 0;
     uint64_t size = 0;
-    int open_error = 0;   // -errno of a failed ring open
+    int open_error = 0;  // -errno of a failed ring open
     bool read_canceled = false;
   };
   static constexpr uint64_t kOpenTag = 1ULL << 32;

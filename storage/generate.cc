@@ -1,12 +1,12 @@
 #include "storage/generate.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -55,9 +55,9 @@ GenerateResult GenerateDataset(const GenerateOptions& o,
     result.bytes += size;
     if (progress && (i + 1) % 1000 == 0) progress(i + 1);
   }
-  nlohmann::json manifest = {{"seed", o.seed},         {"samples", o.samples},
+  nlohmann::json manifest = {{"seed", o.seed},           {"samples", o.samples},
                              {"size_mean", o.size_mean}, {"size_stdev", o.size_stdev},
-                             {"classes", classes},     {"format", "raw"}};
+                             {"classes", classes},       {"format", "raw"}};
   std::ofstream out(fs::path(o.dir) / DirectoryStorage::kManifestName);
   out << manifest.dump(2) << "\n";
   if (!out) throw StorageError(fmt::format("{}: cannot write manifest", o.dir));

@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -98,8 +98,8 @@ TEST(MemoryStorage, DeliversVerifiableBytes) {
 
 TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
   // Unlimited bandwidth, 2000 concurrent reads: completion time - submit = latency.
-  SimulatedStorageOptions o{.latency_p50_seconds = 0.020, .latency_p99_seconds = 0.080,
-                            .max_inflight = 4000};
+  SimulatedStorageOptions o{
+      .latency_p50_seconds = 0.020, .latency_p99_seconds = 0.080, .max_inflight = 4000};
   SimulatedStorage s({.samples = 2000, .sample_mean = 64, .seed = 3}, o);
   Buffers buf(s, 2000);
   std::vector<ReadRequest> reqs;
@@ -136,8 +136,8 @@ TEST(SimulatedStorage, BandwidthIsSharedAndEnforced) {
 
 TEST(SimulatedStorage, MaxInflightAndIopsLimitConcurrency) {
   // 10 ms latency, at most 2 in flight: 100 reads take 0.5 s. IOPS 100 would take 1 s.
-  SimulatedStorageOptions o{.latency_p50_seconds = 0.010, .latency_p99_seconds = 0.010,
-                            .max_inflight = 2};
+  SimulatedStorageOptions o{
+      .latency_p50_seconds = 0.010, .latency_p99_seconds = 0.010, .max_inflight = 2};
   SimulatedStorage s({.samples = 100, .sample_mean = 16, .seed = 3}, o);
   Buffers buf(s, 100);
   std::vector<ReadRequest> reqs;
@@ -169,11 +169,19 @@ class DirectoryStorageTest : public ::testing::Test {
 };
 
 TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
-  GenerateDataset({.dir = dir_.string(), .samples = 300, .size_mean = 10000,
-                   .size_stdev = 3000, .classes = 4, .seed = 5});
+  GenerateDataset({.dir = dir_.string(),
+                   .samples = 300,
+                   .size_mean = 10000,
+                   .size_stdev = 3000,
+                   .classes = 4,
+                   .seed = 5});
   for (bool direct : {false, true}) {
-    DirectoryStorage s({.path = dir_.string(), .io_threads = 2, .io_depth = 8,
-                        .direct_io = direct, .cold = true, .quiet = true});
+    DirectoryStorage s({.path = dir_.string(),
+                        .io_threads = 2,
+                        .io_depth = 8,
+                        .direct_io = direct,
+                        .cold = true,
+                        .quiet = true});
     ASSERT_EQ(s.num_samples(), 300u);
     EXPECT_TRUE(s.can_verify());
     s.BeginEpoch(0);

@@ -1,14 +1,15 @@
 #include "storage/synthetic.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cmath>
 #include <cstring>
 #include <deque>
-#include <fmt/format.h>
 #include <mutex>
 #include <queue>
 #include <random>

@@ -35,7 +35,7 @@ struct SimulatedStorageOptions {
   double bandwidth_bytes_per_second = 0;  // 0 = unlimited
   double latency_p50_seconds = 0;         // 0 with p99 0 = no latency
   double latency_p99_seconds = 0;
-  double iops = 0;                        // 0 = unlimited
+  double iops = 0;  // 0 = unlimited
   uint32_t max_inflight = 64;
 };
 

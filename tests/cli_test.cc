@@ -26,8 +26,8 @@ struct Result {
 
 // Runs `stallscope ARGS` through the shell, prefixed by `prefix` (e.g. a privilege drop).
 Result Stallscope(const std::string& args, const std::string& prefix = "") {
-  const std::string err_file = std::filesystem::temp_directory_path() /
-                               ("stallscope-cli-err-" + std::to_string(getpid()));
+  const std::string err_file =
+      std::filesystem::temp_directory_path() / ("stallscope-cli-err-" + std::to_string(getpid()));
   const std::string cmd =
       prefix + " " + STALLSCOPE_BIN + " " + args + " 2>" + err_file + " </dev/null";
   Result r;
@@ -91,10 +91,10 @@ TEST_F(Cli, RunPrintsTheTableAndWritesTheResultDocument) {
   ASSERT_EQ(doc["variants"].size(), 2u);
   const auto& v = doc["variants"][0];
   EXPECT_EQ(v["name"], "a");
-  for (const char* key : {"gpu_idle_fraction", "au", "window_seconds", "samples_per_second",
-                          "bytes_read", "stall_seconds", "bottleneck", "cache",
-                          "samples_delivered", "samples_verified", "integrity_errors",
-                          "samples_skipped", "step_wait_seconds", "epochs"}) {
+  for (const char* key :
+       {"gpu_idle_fraction", "au", "window_seconds", "samples_per_second", "bytes_read",
+        "stall_seconds", "bottleneck", "cache", "samples_delivered", "samples_verified",
+        "integrity_errors", "samples_skipped", "step_wait_seconds", "epochs"}) {
     EXPECT_TRUE(v.contains(key)) << key;
   }
   EXPECT_EQ(v["samples_delivered"], 256);
@@ -105,7 +105,8 @@ TEST_F(Cli, RunPrintsTheTableAndWritesTheResultDocument) {
 TEST_F(Cli, VariantAndSetSelectWhatRuns) {
   const std::string s = Write("small.yaml", kSmall);
   const std::string json = (dir_.path() / "r.json").string();
-  const Result r = Stallscope("run " + s + " --quiet --variant b --set run.max_steps=5 --json " + json);
+  const Result r =
+      Stallscope("run " + s + " --quiet --variant b --set run.max_steps=5 --json " + json);
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream in(json);
   const nlohmann::json doc = nlohmann::json::parse(in);
@@ -116,7 +117,8 @@ TEST_F(Cli, VariantAndSetSelectWhatRuns) {
 
 TEST_F(Cli, UnknownKey) {
   const std::string s = Write("bad.yaml", "loader:\n  batch_size: 8\n  wokers: 2\n");
-  ExpectBadInput(Stallscope("run " + s), s + ":3:3: loader.wokers: unknown key (did you mean 'workers'?)");
+  ExpectBadInput(Stallscope("run " + s),
+                 s + ":3:3: loader.wokers: unknown key (did you mean 'workers'?)");
   ExpectBadInput(Stallscope("validate " + s), s + ":3:3: loader.wokers");
 }
 
@@ -126,8 +128,10 @@ TEST_F(Cli, WrongType) {
 }
 
 TEST_F(Cli, NegativeSize) {
-  const std::string s = Write("bad.yaml", "cache:\n  tiers:\n    - {kind: memory, capacity: -1GiB}\n");
-  ExpectBadInput(Stallscope("run " + s), s + ":3:32: cache.tiers.0.capacity: a size cannot be negative");
+  const std::string s =
+      Write("bad.yaml", "cache:\n  tiers:\n    - {kind: memory, capacity: -1GiB}\n");
+  ExpectBadInput(Stallscope("run " + s),
+                 s + ":3:32: cache.tiers.0.capacity: a size cannot be negative");
 }
 
 TEST_F(Cli, BadUnit) {
@@ -143,14 +147,16 @@ TEST_F(Cli, BadSetArgument) {
 
 TEST_F(Cli, MissingDatasetDirectory) {
   const std::string missing = (dir_.path() / "nowhere").string();
-  const std::string s = Write("dir.yaml", "dataset: {path: " + missing + "}\nstorage: {kind: directory}\n");
+  const std::string s =
+      Write("dir.yaml", "dataset: {path: " + missing + "}\nstorage: {kind: directory}\n");
   ExpectBadInput(Stallscope("run " + s), missing + ": no such directory");
 }
 
 TEST_F(Cli, EmptyDatasetDirectory) {
   std::filesystem::create_directories(dir_.path() / "empty");
   const std::string empty = (dir_.path() / "empty").string();
-  const std::string s = Write("dir.yaml", "dataset: {path: " + empty + "}\nstorage: {kind: directory}\n");
+  const std::string s =
+      Write("dir.yaml", "dataset: {path: " + empty + "}\nstorage: {kind: directory}\n");
   ExpectBadInput(Stallscope("run " + s), empty + ": no regular files");
 }
 
@@ -159,7 +165,8 @@ TEST_F(Cli, UnreadableFileInDataset) {
   ASSERT_EQ(Stallscope("gen " + data + " --samples 8 --size 1KiB --quiet").code, 0);
   const std::string bad = data + "/class_003/sample_0000003.bin";
   std::filesystem::permissions(bad, std::filesystem::perms::none);
-  const std::string s = Write("dir.yaml", "dataset: {path: " + data + "}\nstorage: {kind: directory}\n");
+  const std::string s =
+      Write("dir.yaml", "dataset: {path: " + data + "}\nstorage: {kind: directory}\n");
   // Root reads anything; drop the capabilities that let it, so the file is truly unreadable.
   const std::string prefix =
       geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";

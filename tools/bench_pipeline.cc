@@ -11,12 +11,12 @@
 //
 // Each measurement is the median of --repeat runs. Results go to stdout as a table; the
 // README records them with the date and this command line.
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -93,11 +93,16 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--samples") o.samples = std::stoull(next());
-    else if (a == "--dir") o.dir = next();
-    else if (a == "--repeat") o.repeat = std::stoi(next());
-    else if (a == "--epochs") o.epochs = static_cast<uint32_t>(std::stoul(next()));
-    else if (a == "--no-torch") o.torch = false;
+    if (a == "--samples")
+      o.samples = std::stoull(next());
+    else if (a == "--dir")
+      o.dir = next();
+    else if (a == "--repeat")
+      o.repeat = std::stoi(next());
+    else if (a == "--epochs")
+      o.epochs = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--no-torch")
+      o.torch = false;
     else {
       std::fprintf(stderr,
                    "usage: bench_pipeline [--samples N] [--dir DIR] [--repeat N] [--epochs N] "
@@ -105,17 +110,19 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("bench_pipeline: %llu samples of %llu B, batch %u, %u workers, %u epochs, median "
-              "of %d\n",
-              (unsigned long long)o.samples, (unsigned long long)o.size, o.batch, o.workers,
-              o.epochs, o.repeat);
+  std::printf(
+      "bench_pipeline: %llu samples of %llu B, batch %u, %u workers, %u epochs, median "
+      "of %d\n",
+      (unsigned long long)o.samples, (unsigned long long)o.size, o.batch, o.workers, o.epochs,
+      o.repeat);
 
   MemoryStorage memory({.samples = o.samples, .sample_mean = o.size, .seed = 1});
   const double mem_rate = Measure(memory, o, "none");
   std::printf("%-44s %12.0f samples/s  (%.0f MB/s)\n", "1. memory storage, preprocess none",
               mem_rate, mem_rate * o.size / 1e6);
 
-  const bool fresh = !std::filesystem::exists(std::filesystem::path(o.dir) / ".stallscope-gen.json");
+  const bool fresh =
+      !std::filesystem::exists(std::filesystem::path(o.dir) / ".stallscope-gen.json");
   if (fresh) {
     GenerateDataset({.dir = o.dir, .samples = o.samples, .size_mean = o.size, .classes = 10});
   }

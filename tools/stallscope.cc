@@ -3,6 +3,7 @@
 // The command-line front end: parses arguments with CLI11, runs the subcommands, and turns
 // every set-up or input error into one message on stderr and exit code 2 (a run that fails
 // part-way exits 1).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,7 +11,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -50,12 +50,12 @@ class ProgressLine {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const double span = live.last_step_end - live.first_step_start;
         const double idle = span > 0 ? std::max(0.0, 1 - live.busy_seconds / span) : 0;
-        std::fprintf(stderr, "\r\033[K[%s] epoch %u/%u  step %llu/%llu  %.0f samples/s  idle %.1f%%",
-                     variant.c_str(), live.epoch.load() + 1, epochs,
-                     static_cast<unsigned long long>(live.steps.load()),
-                     static_cast<unsigned long long>(pipeline.total_steps()),
-                     elapsed > 0 ? static_cast<double>(live.samples.load()) / elapsed : 0.0,
-                     idle * 100);
+        std::fprintf(
+            stderr, "\r\033[K[%s] epoch %u/%u  step %llu/%llu  %.0f samples/s  idle %.1f%%",
+            variant.c_str(), live.epoch.load() + 1, epochs,
+            static_cast<unsigned long long>(live.steps.load()),
+            static_cast<unsigned long long>(pipeline.total_steps()),
+            elapsed > 0 ? static_cast<double>(live.samples.load()) / elapsed : 0.0, idle * 100);
         std::fflush(stderr);
       }
       std::fprintf(stderr, "\r\033[K");
@@ -117,8 +117,7 @@ int Run(const std::string& path, std::vector<std::string> variants,
   std::vector<VariantResult> results;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const Scenario& s = scenarios[i];
-    std::unique_ptr<Storage> storage =
-        storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
+    std::unique_ptr<Storage> storage = storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
     RunHooks hooks;
     hooks.quiet = quiet;
@@ -165,8 +164,8 @@ int Validate(const std::string& path) {
                            FormatBinaryBytes(static_cast<double>(t.capacity)), t.policy);
     }
     std::cout << fmt::format(
-        "  {}: storage {}{}, {}, batch {}, prefetch {}, {} workers ({}), step {}, {} epoch(s)\n",
-        v, s.storage.kind,
+        "  {}: storage {}{}, {}, batch {}, prefetch {}, {} workers ({}), step {}, {} epoch(s)\n", v,
+        s.storage.kind,
         s.storage.kind == "directory" ? " " + s.dataset.path
                                       : fmt::format(" {} samples", s.dataset.samples),
         cache, s.loader.batch_size, s.loader.prefetch, s.loader.workers, s.loader.preprocess,
@@ -194,12 +193,13 @@ int Gen(const std::string& dir, uint64_t samples, const std::string& size_text,
   }
   if (samples == 0) throw SetupError("--samples: must be at least 1");
   const bool tty = !quiet && isatty(STDERR_FILENO);
-  GenerateOptions o{dir, samples, static_cast<uint64_t>(*mean), static_cast<uint64_t>(*stdev),
+  GenerateOptions o{dir,     samples, static_cast<uint64_t>(*mean), static_cast<uint64_t>(*stdev),
                     classes, seed};
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateResult r = GenerateDataset(o, [&](uint64_t done) {
-    if (tty) std::fprintf(stderr, "\r\033[Kgen: %llu / %llu files", (unsigned long long)done,
-                          (unsigned long long)samples);
+    if (tty)
+      std::fprintf(stderr, "\r\033[Kgen: %llu / %llu files", (unsigned long long)done,
+                   (unsigned long long)samples);
   });
   if (tty) std::fprintf(stderr, "\r\033[K");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -231,8 +231,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> variants, sets;
   bool quiet = false;
   auto* run = app.add_subcommand("run", "Run a YAML scenario's variants and compare them");
-  run->add_option("SCENARIO", scenario_path, "Scenario file (see scenarios/README.md)")
-      ->required();
+  run->add_option("SCENARIO", scenario_path, "Scenario file (see scenarios/README.md)")->required();
   run->add_option("--variant", variants, "Run only this variant (repeatable; default: all)");
   run->add_option("--set", sets,
                   "Override a key: KEY=VALUE, VALUE read as YAML (repeatable), e.g. "
