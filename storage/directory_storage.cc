@@ -381,10 +381,10 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
   const uint32_t n = std::max<uint32_t>(options.io_threads, 1);
   const uint32_t depth = std::max<uint32_t>(options.io_depth / n, 1);
   for (uint32_t i = 0; i < n; ++i) {
-    threads_.push_back(std::make_unique<IoThread>(this, depth, true, direct_));
+    threads_.push_back(std::make_unique<IoThread>(this, depth, options.use_io_uring, direct_));
   }
   uring_ok_ = threads_.front()->uring();
-  if (!uring_ok_ && !options.quiet) {
+  if (!uring_ok_ && options.use_io_uring && !options.quiet) {
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
                  ErrnoText(threads_.front()->uring_error()).c_str());
   }

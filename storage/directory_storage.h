@@ -34,8 +34,9 @@ struct DirectoryStorageOptions {
   uint32_t io_depth = 64;  // reads in flight over all I/O threads
   bool direct_io = false;
   bool cold = false;
-  uint32_t classes = 100;  // labels: the top-level folder's index modulo classes
-  bool quiet = false;      // suppress the one-line notices
+  uint32_t classes = 100;    // labels: the top-level folder's index modulo classes
+  bool quiet = false;        // suppress the one-line notices
+  bool use_io_uring = true;  // false: the pread fallback (tests, and kernels that refuse it)
 };
 
 class DirectoryStorage final : public Storage {

@@ -202,6 +202,22 @@ TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
   }
 }
 
+TEST_F(DirectoryStorageTest, PreadFallbackDeliversTheSameBytes) {
+  GenerateDataset({.dir = dir_.string(), .samples = 50, .size_mean = 5000, .size_stdev = 1000});
+  DirectoryStorage s({.path = dir_.string(), .quiet = true, .use_io_uring = false});
+  EXPECT_FALSE(s.uses_io_uring());
+  Buffers buf(s, 50);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 50; ++i) reqs.push_back({i, buf.at(i), i});
+  Collector c;
+  s.Submit(reqs, &c);
+  c.WaitFor(50);
+  for (auto& d : c.results) {
+    ASSERT_EQ(d.result, static_cast<int64_t>(s.SampleBytes(d.tag)));
+    EXPECT_TRUE(s.Verify(d.tag, {buf.at(d.tag), s.SampleBytes(d.tag)}));
+  }
+}
+
 TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
   EXPECT_THROW(DirectoryStorage({.path = (dir_ / "missing").string()}), StorageError);
   std::filesystem::create_directories(dir_ / "empty");
