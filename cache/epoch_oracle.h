@@ -1,0 +1,45 @@
+// EpochOrderOracle: the AccessOracle of a run that reads every id once per epoch, in an
+// order known in advance (the sampler's seeded shuffle).
+//
+// Access number `now` is epoch * num_ids + position. The next access of id after `now` is
+// its position later in the same epoch, or its position in the next epoch. Inverse
+// permutations are computed on demand and the most recent few are kept.
+//
+// Thread-safety: NextAccess() is safe from any thread (a mutex guards the kept epochs).
+#ifndef STALLSCOPE_CACHE_EPOCH_ORACLE_H_
+#define STALLSCOPE_CACHE_EPOCH_ORACLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cache/policy.h"
+
+namespace stallscope {
+
+class EpochOrderOracle final : public AccessOracle {
+ public:
+  // `order_of(epoch, out)` writes epoch's order of all ids into `out`.
+  using OrderFunction = std::function<void(uint64_t epoch, std::vector<uint64_t>& out)>;
+  EpochOrderOracle(uint64_t num_ids, uint64_t epochs, OrderFunction order_of);
+
+  uint64_t NextAccess(uint64_t id, uint64_t now) const override;
+
+ private:
+  // Position of every id in `epoch`.
+  std::shared_ptr<const std::vector<uint32_t>> Positions(uint64_t epoch) const;
+
+  const uint64_t n_;
+  const uint64_t epochs_;
+  const OrderFunction order_of_;
+  mutable std::mutex mu_;
+  // Guarded by mu_: the most recently used epochs' positions (a handful suffices, since
+  // accesses move forward).
+  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint32_t>>>> kept_;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_CACHE_EPOCH_ORACLE_H_

@@ -1,0 +1,286 @@
+#include "cache/policy.h"
+
+#include <algorithm>
+
+namespace stallscope {
+namespace {
+
+// Doubly linked lists of ids threaded through shared prev/next arrays. An id is in at most
+// one list at a time; list k's sentinel is node num_ids + k.
+class IdLists {
+ public:
+  IdLists(uint64_t num_ids, int lists)
+      : base_(static_cast<uint32_t>(num_ids)), prev_(num_ids + lists), next_(num_ids + lists) {
+    for (int k = 0; k < lists; ++k) prev_[base_ + k] = next_[base_ + k] = base_ + k;
+  }
+  bool empty(int k) const { return next_[base_ + k] == base_ + k; }
+  uint32_t back(int k) const { return prev_[base_ + k]; }  // the oldest
+  void PushFront(int k, uint32_t id) {
+    const uint32_t s = base_ + k, first = next_[s];
+    prev_[id] = s;
+    next_[id] = first;
+    prev_[first] = id;
+    next_[s] = id;
+  }
+  void Remove(uint32_t id) {
+    next_[prev_[id]] = next_[id];
+    prev_[next_[id]] = prev_[id];
+  }
+
+ private:
+  const uint32_t base_;
+  std::vector<uint32_t> prev_, next_;
+};
+
+class FillOnce final : public EvictionPolicy {
+ public:
+  FillOnce(uint64_t cap, uint64_t n) : EvictionPolicy(cap), size_(n, 0) {}
+  const char* name() const override { return "fill-once"; }
+  bool Contains(uint64_t id) const override { return size_[id] != 0; }
+  void OnHit(uint64_t, uint64_t) override {}
+  bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>&) override {
+    if (bytes == 0 || used_ + bytes > capacity_) return false;
+    used_ += bytes;
+    size_[id] = bytes;
+    return true;
+  }
+  void Remove(uint64_t id) override {
+    used_ -= size_[id];
+    size_[id] = 0;
+  }
+
+ private:
+  std::vector<uint64_t> size_;  // 0 = not resident
+};
+
+// FIFO and LRU differ only in what a hit does.
+class Queue final : public EvictionPolicy {
+ public:
+  Queue(uint64_t cap, uint64_t n, bool lru)
+      : EvictionPolicy(cap), lru_(lru), lists_(n, 1), size_(n, 0) {}
+  const char* name() const override { return lru_ ? "lru" : "fifo"; }
+  bool Contains(uint64_t id) const override { return size_[id] != 0; }
+  void OnHit(uint64_t id, uint64_t) override {
+    if (!lru_) return;
+    lists_.Remove(static_cast<uint32_t>(id));
+    lists_.PushFront(0, static_cast<uint32_t>(id));
+  }
+  bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>& evicted) override {
+    if (bytes > capacity_ || bytes == 0) return false;
+    while (used_ + bytes > capacity_) {
+      const uint32_t victim = lists_.back(0);
+      Remove(victim);
+      evicted.push_back(victim);
+      ++evictions_;
+    }
+    lists_.PushFront(0, static_cast<uint32_t>(id));
+    size_[id] = bytes;
+    used_ += bytes;
+    return true;
+  }
+  void Remove(uint64_t id) override {
+    if (!size_[id]) return;
+    lists_.Remove(static_cast<uint32_t>(id));
+    used_ -= size_[id];
+    size_[id] = 0;
+  }
+
+ private:
+  const bool lru_;
+  IdLists lists_;
+  std::vector<uint64_t> size_;  // 0 = not resident
+};
+
+class S3Fifo final : public EvictionPolicy {
+ public:
+  // The paper's split: 10% small queue, ghost entries worth 90% of the bytes.
+  static constexpr double kSmallShare = 0.10;
+  static constexpr double kGhostShare = 0.90;
+
+  S3Fifo(uint64_t cap, uint64_t n)
+      : EvictionPolicy(cap), lists_(n, 3), where_(n, kNone), freq_(n, 0), size_(n, 0) {}
+  const char* name() const override { return "s3-fifo"; }
+  bool Contains(uint64_t id) const override { return where_[id] == kSmall || where_[id] == kMain; }
+  void OnHit(uint64_t id, uint64_t) override { freq_[id] = std::min<uint8_t>(freq_[id] + 1, 3); }
+  bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>& evicted) override {
+    if (bytes > capacity_ || bytes == 0) return false;
+    while (used_ + bytes > capacity_) {
+      // Main gives up space only beyond its 90% share (or when the small queue is empty).
+      if (main_bytes_ > (1 - kSmallShare) * capacity_ || lists_.empty(kSmall)) {
+        EvictMain(evicted);
+      } else {
+        EvictSmall(evicted);
+      }
+    }
+    const bool returning = where_[id] == kGhost;
+    if (returning) Unlink(id);
+    Link(id, returning ? kMain : kSmall, bytes);
+    freq_[id] = 0;
+    return true;
+  }
+  void Remove(uint64_t id) override {
+    if (Contains(id)) Unlink(id);
+  }
+
+ private:
+  enum : uint8_t { kSmall = 0, kMain = 1, kGhost = 2, kNone = 3 };
+
+  void Link(uint64_t id, uint8_t q, uint64_t bytes) {
+    lists_.PushFront(q, static_cast<uint32_t>(id));
+    where_[id] = q;
+    size_[id] = bytes;
+    if (q == kGhost) {
+      ghost_bytes_ += bytes;
+      return;
+    }
+    used_ += bytes;
+    (q == kSmall ? small_bytes_ : main_bytes_) += bytes;
+  }
+  void Unlink(uint64_t id) {
+    lists_.Remove(static_cast<uint32_t>(id));
+    const uint8_t q = where_[id];
+    where_[id] = kNone;
+    if (q == kGhost) {
+      ghost_bytes_ -= size_[id];
+      return;
+    }
+    used_ -= size_[id];
+    (q == kSmall ? small_bytes_ : main_bytes_) -= size_[id];
+  }
+  void EvictSmall(std::vector<uint64_t>& evicted) {
+    const uint32_t t = lists_.back(kSmall);
+    const uint64_t bytes = size_[t];
+    Unlink(t);
+    if (freq_[t] >= 1) {  // accessed while in the small queue: it earns a place in main
+      freq_[t] = 0;
+      Link(t, kMain, bytes);
+      return;
+    }
+    evicted.push_back(t);
+    ++evictions_;
+    Link(t, kGhost, bytes);
+    while (ghost_bytes_ > kGhostShare * capacity_) Unlink(lists_.back(kGhost));
+  }
+  void EvictMain(std::vector<uint64_t>& evicted) {
+    const uint32_t t = lists_.back(kMain);
+    if (freq_[t] > 0) {  // 2-bit clock: reinsert with one access spent
+      freq_[t]--;
+      lists_.Remove(t);
+      lists_.PushFront(kMain, t);
+      return;
+    }
+    Unlink(t);
+    evicted.push_back(t);
+    ++evictions_;
+  }
+
+  IdLists lists_;
+  std::vector<uint8_t> where_, freq_;
+  std::vector<uint64_t> size_;
+  uint64_t small_bytes_ = 0, main_bytes_ = 0, ghost_bytes_ = 0;
+};
+
+class Belady final : public EvictionPolicy {
+ public:
+  Belady(uint64_t cap, uint64_t n, const AccessOracle* oracle)
+      : EvictionPolicy(cap), oracle_(oracle), next_(n, 0), size_(n, 0) {}
+  const char* name() const override { return "belady"; }
+  bool Contains(uint64_t id) const override { return size_[id] != 0; }
+  void OnHit(uint64_t id, uint64_t now) override {
+    next_[id] = oracle_->NextAccess(id, now);
+    Push(id);
+  }
+  bool Admit(uint64_t id, uint64_t bytes, uint64_t now, std::vector<uint64_t>& evicted) override {
+    if (bytes > capacity_ || bytes == 0) return false;
+    const uint64_t next = oracle_->NextAccess(id, now);
+    if (next == AccessOracle::kNever) return false;
+    // Collect the farthest-needed residents until the id fits; refuse it if one of them is
+    // needed sooner than the id itself (keeping them is better).
+    candidates_.clear();
+    uint64_t freed = 0;
+    while (used_ - freed + bytes > capacity_) {
+      const uint64_t victim = PopFarthest();
+      if (next_[victim] <= next) {
+        for (uint64_t c : candidates_) heap_.push_back({next_[c], c});
+        heap_.push_back({next_[victim], victim});
+        std::make_heap(heap_.begin(), heap_.end());
+        return false;
+      }
+      candidates_.push_back(victim);
+      freed += size_[victim];
+    }
+    for (uint64_t v : candidates_) {
+      Remove(v);
+      evicted.push_back(v);
+      ++evictions_;
+    }
+    size_[id] = bytes;
+    used_ += bytes;
+    ++count_;
+    next_[id] = next;
+    Push(id);
+    return true;
+  }
+  void Remove(uint64_t id) override {
+    if (!size_[id]) return;
+    used_ -= size_[id];
+    size_[id] = 0;
+    --count_;
+  }
+
+ private:
+  // Max-heap of (next access, id) with lazy deletion: an entry is valid while the id is
+  // resident and its next access still matches.
+  void Push(uint64_t id) {
+    heap_.push_back({next_[id], id});
+    std::push_heap(heap_.begin(), heap_.end());
+    if (heap_.size() > 64 && heap_.size() > 4 * count_) Compact();
+  }
+  uint64_t PopFarthest() {
+    while (true) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      const auto [key, id] = heap_.back();
+      heap_.pop_back();
+      if (size_[id] && next_[id] == key) return id;
+    }
+  }
+  // Drops stale entries (and duplicates of valid ones). Amortized: runs when the heap is
+  // four times the resident count.
+  void Compact() {
+    std::vector<std::pair<uint64_t, uint64_t>> keep;
+    keep.reserve(count_);
+    for (const auto& [key, id] : heap_) {
+      if (size_[id] && next_[id] == key) keep.push_back({key, id});
+    }
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    heap_.swap(keep);
+    std::make_heap(heap_.begin(), heap_.end());
+  }
+
+  const AccessOracle* oracle_;
+  std::vector<uint64_t> next_;
+  std::vector<uint64_t> size_;
+  std::vector<std::pair<uint64_t, uint64_t>> heap_;
+  std::vector<uint64_t> candidates_;
+  uint64_t count_ = 0;  // resident ids
+};
+
+}  // namespace
+
+const std::vector<std::string>& EvictionPolicy::Names() {
+  static const std::vector<std::string> names = {"fill-once", "lru", "fifo", "s3-fifo", "belady"};
+  return names;
+}
+
+std::unique_ptr<EvictionPolicy> EvictionPolicy::Make(const std::string& name, uint64_t capacity,
+                                                     uint64_t num_ids, const AccessOracle* oracle) {
+  if (name == "fill-once") return std::make_unique<FillOnce>(capacity, num_ids);
+  if (name == "fifo") return std::make_unique<Queue>(capacity, num_ids, false);
+  if (name == "lru") return std::make_unique<Queue>(capacity, num_ids, true);
+  if (name == "s3-fifo") return std::make_unique<S3Fifo>(capacity, num_ids);
+  if (name == "belady" && oracle) return std::make_unique<Belady>(capacity, num_ids, oracle);
+  return nullptr;
+}
+
+}  // namespace stallscope
