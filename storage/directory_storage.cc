@@ -2,22 +2,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <liburing.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "storage/content.h"
 
@@ -28,281 +22,12 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment: the common logical block size
-constexpr uint64_t kPollTag = ~0ULL;
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
 }  // namespace
-
-// One I/O thread: its own ring (or pread when io_uring is refused), its own queue.
-//
-// With io_uring each file costs two linked SQEs: OPENAT into a registered (direct) file slot,
-// then READ from that slot; the next open into the slot replaces the file, so there is no
-// close syscall, and a whole batch of opens and reads goes to the kernel in one
-// io_uring_enter. Kernels without direct descriptors get a plain open() and close() around
-// the ring read.
-class DirectoryStorage::IoThread {
- public:
-  IoThread(DirectoryStorage* owner, uint32_t depth, bool try_uring, bool direct)
-      : owner_(owner), depth_(std::max<uint32_t>(depth, 1)), direct_(direct) {
-    wake_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (wake_fd_ < 0) throw StorageError("eventfd: " + ErrnoText(errno));
-    if (try_uring) {
-      // Two SQEs per file (open + read) and one for the eventfd poll that wakes the thread.
-      const int rc = io_uring_queue_init(2 * depth_ + 1, &ring_, 0);
-      uring_ = rc == 0;
-      uring_error_ = rc < 0 ? -rc : 0;
-      if (uring_) fixed_files_ = io_uring_register_files_sparse(&ring_, depth_) == 0;
-    }
-    slots_.resize(depth_);
-    for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
-    thread_ = std::thread([this] { uring_ ? RunUring() : RunPread(); });
-  }
-
-  ~IoThread() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    Wake();
-    thread_.join();
-    if (uring_) io_uring_queue_exit(&ring_);  // also closes the registered files
-    close(wake_fd_);
-  }
-
-  bool uring() const { return uring_; }
-  int uring_error() const { return uring_error_; }
-
-  void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
-    {
-      std::lock_guard lock(mu_);
-      for (const ReadRequest& r : requests) incoming_.push_back({r, cb});
-    }
-    Wake();
-  }
-
- private:
-  struct Item {
-    ReadRequest request;
-    ReadCallback* callback;
-  };
-  struct Slot {
-    Item item;
-    int fd = -1;  // plain descriptor when the ring has no fixed files
-    uint64_t done = 0;
-    uint64_t size = 0;
-    int open_error = 0;  // -errno of a failed ring open
-    bool read_canceled = false;
-  };
-  static constexpr uint64_t kOpenTag = 1ULL << 32;
-
-  void Wake() {
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
-  }
-
-  // Moves submitted items to the local queue. Returns false when stopping with nothing left.
-  bool TakeIncoming() {
-    std::lock_guard lock(mu_);
-    for (const Item& it : incoming_) local_.push_back(it);
-    incoming_.clear();
-    return !(stop_ && local_.empty());
-  }
-
-  int OpenFlags() const { return O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0); }
-
-  void Complete(const Item& it, int64_t result) { it.callback->OnReadComplete(it.request, result); }
-
-  void QueueRead(uint32_t slot_index) {
-    Slot& s = slots_[slot_index];
-    // Cannot be null: the ring has two entries per slot plus one for the poll.
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    uint64_t len = s.size - s.done;
-    if (direct_) len = RoundUp(len, kBlock);
-    io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
-                       s.item.request.dst + s.done, static_cast<unsigned>(len), s.done);
-    if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, slot_index);
-  }
-
-  // Starts one file: open (through the ring when it has fixed files) and read.
-  bool StartRead(const Item& it) {
-    const uint32_t idx = free_slots_.back();
-    Slot& s = slots_[idx];
-    s = Slot{it, -1, 0, owner_->SampleBytes(it.request.sample), 0, false};
-    if (s.size == 0) {
-      Complete(it, 0);
-      return false;
-    }
-    free_slots_.pop_back();
-    if (fixed_files_) {
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-      // O_CLOEXEC does not apply to direct descriptors (the kernel refuses it).
-      io_uring_prep_openat_direct(sqe, AT_FDCWD, owner_->files_[it.request.sample].full.c_str(),
-                                  OpenFlags() & ~O_CLOEXEC, 0, idx);
-      sqe->flags |= IOSQE_IO_LINK;
-      io_uring_sqe_set_data64(sqe, kOpenTag | idx);
-    } else {
-      s.fd = open(owner_->files_[it.request.sample].full.c_str(), OpenFlags());
-      if (s.fd < 0) {
-        const int err = errno;
-        free_slots_.push_back(idx);
-        Complete(it, -err);
-        return false;
-      }
-    }
-    QueueRead(idx);
-    return true;
-  }
-
-  void ArmPoll() {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
-    io_uring_sqe_set_data64(sqe, kPollTag);
-  }
-
-  void Finish(uint32_t slot_index, int64_t result) {
-    Slot& s = slots_[slot_index];
-    if (s.fd >= 0) close(s.fd);
-    s.fd = -1;
-    free_slots_.push_back(slot_index);
-    Complete(s.item, result);
-  }
-
-  // Handles one completion of a file's open or read; returns true when the file is done.
-  bool OnCompletion(uint64_t tag, int res) {
-    const uint32_t idx = static_cast<uint32_t>(tag & 0xffffffffu);
-    Slot& s = slots_[idx];
-    if (tag & kOpenTag) {
-      if (res >= 0) return false;
-      s.open_error = res;
-      if (s.read_canceled) Finish(idx, res);
-      return s.read_canceled;
-    }
-    if (res == -ECANCELED && s.done == 0) {  // the linked open failed
-      s.read_canceled = true;
-      if (s.open_error < 0) Finish(idx, s.open_error);
-      return s.open_error < 0;
-    }
-    if (res == -EAGAIN || res == -EINTR) {
-      QueueRead(idx);  // transient: try the same range again
-      return false;
-    }
-    if (res < 0) {
-      Finish(idx, res);
-      return true;
-    }
-    if (res == 0) {  // end of file before the size listed at start: the file shrank
-      Finish(idx, s.done >= s.size ? static_cast<int64_t>(s.size) : -ENODATA);
-      return true;
-    }
-    s.done += static_cast<uint64_t>(res);
-    if (s.done >= s.size) {
-      Finish(idx, static_cast<int64_t>(s.size));
-      return true;
-    }
-    QueueRead(idx);  // short read: ask for the rest
-    return false;
-  }
-
-  void RunUring() {
-    ArmPoll();
-    io_uring_submit(&ring_);
-    uint32_t inflight = 0;
-    while (true) {
-      if (!TakeIncoming() && inflight == 0) break;
-      while (!free_slots_.empty() && !local_.empty()) {
-        const Item it = local_.front();
-        local_.pop_front();
-        inflight += StartRead(it);
-      }
-      io_uring_cqe* cqe = nullptr;
-      const int rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
-                                                   : io_uring_wait_cqe(&ring_, &cqe);
-      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
-        std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
-      }
-      unsigned head;
-      unsigned seen = 0;
-      bool rearm = false;
-      io_uring_for_each_cqe(&ring_, head, cqe) {
-        ++seen;
-        const uint64_t tag = io_uring_cqe_get_data64(cqe);
-        if (tag == kPollTag) {
-          uint64_t count;
-          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
-          rearm = true;
-        } else if (OnCompletion(tag, cqe->res)) {
-          --inflight;
-        }
-      }
-      io_uring_cq_advance(&ring_, seen);
-      if (rearm) ArmPoll();
-      if (rearm || io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
-    }
-  }
-
-  void RunPread() {
-    while (true) {
-      if (!TakeIncoming()) break;
-      if (local_.empty()) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);  // blocks
-        continue;
-      }
-      Item it = local_.front();
-      local_.pop_front();
-      const int fd = open(owner_->files_[it.request.sample].full.c_str(), OpenFlags());
-      if (fd < 0) {
-        Complete(it, -errno);
-        continue;
-      }
-      const uint64_t size = owner_->SampleBytes(it.request.sample);
-      uint64_t done = 0;
-      int64_t result = static_cast<int64_t>(size);
-      while (done < size) {
-        uint64_t len = size - done;
-        if (direct_) len = RoundUp(len, kBlock);
-        const ssize_t n = pread(fd, it.request.dst + done, len, static_cast<off_t>(done));
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n < 0) {
-          result = -errno;
-          break;
-        }
-        if (n == 0) {
-          result = -ENODATA;
-          break;
-        }
-        done += static_cast<uint64_t>(n);
-      }
-      close(fd);
-      Complete(it, result);
-    }
-  }
-
-  DirectoryStorage* const owner_;
-  const uint32_t depth_;
-  const bool direct_;
-  io_uring ring_{};
-  bool uring_ = false;
-  bool fixed_files_ = false;
-  int uring_error_ = 0;
-  int wake_fd_ = -1;
-
-  std::mutex mu_;
-  // Guarded by mu_.
-  std::vector<Item> incoming_;
-  bool stop_ = false;
-
-  // I/O thread only.
-  std::deque<Item> local_;
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_slots_;
-
-  std::thread thread_;
-};
 
 DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : options_(options) {
   std::error_code ec;
@@ -378,15 +103,14 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     if (fd >= 0) close(fd);
   }
 
-  const uint32_t n = std::max<uint32_t>(options.io_threads, 1);
-  const uint32_t depth = std::max<uint32_t>(options.io_depth / n, 1);
-  for (uint32_t i = 0; i < n; ++i) {
-    threads_.push_back(std::make_unique<IoThread>(this, depth, options.use_io_uring, direct_));
-  }
-  uring_ok_ = threads_.front()->uring();
+  reader_ = std::make_unique<UringFileReader>(
+      static_cast<const FileReadSource&>(*this),
+      UringFileReader::Options{options.io_threads, options.io_depth, direct_,
+                               options.use_io_uring});
+  uring_ok_ = reader_->uses_io_uring();
   if (!uring_ok_ && options.use_io_uring && !options.quiet) {
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
-                 ErrnoText(threads_.front()->uring_error()).c_str());
+                 ErrnoText(reader_->uring_error()).c_str());
   }
 }
 
@@ -413,9 +137,7 @@ void DirectoryStorage::BeginEpoch(int epoch) {
 }
 
 void DirectoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallback* callback) {
-  // Round-robin whole submissions (one batch's reads) over the I/O threads.
-  const uint64_t t = next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size();
-  threads_[t]->Submit(requests, callback);
+  reader_->Submit(requests, callback);
 }
 
 std::string DirectoryStorage::Describe() const {

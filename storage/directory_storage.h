@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "storage/storage.h"
+#include "storage/uring_reader.h"
 
 namespace stallscope {
 
@@ -39,7 +40,7 @@ struct DirectoryStorageOptions {
   bool use_io_uring = true;  // false: the pread fallback (tests, and kernels that refuse it)
 };
 
-class DirectoryStorage final : public Storage {
+class DirectoryStorage final : public Storage, private FileReadSource {
  public:
   static constexpr const char* kManifestName = ".stallscope-gen.json";
 
@@ -73,7 +74,11 @@ class DirectoryStorage final : public Storage {
     uint64_t bytes = 0;
     uint32_t label = 0;
   };
-  class IoThread;
+  // FileReadSource
+  const char* PathOf(uint64_t sample, char* scratch) const override {
+    return files_[sample].full.c_str();
+  }
+  uint64_t BytesOf(uint64_t sample) const override { return files_[sample].bytes; }
 
   // Constant after construction.
   DirectoryStorageOptions options_;
@@ -83,9 +88,7 @@ class DirectoryStorage final : public Storage {
   std::optional<uint64_t> seed_;
   bool direct_ = false;
   bool uring_ok_ = true;
-  std::vector<std::unique_ptr<IoThread>> threads_;
-
-  std::atomic<uint64_t> next_thread_{0};
+  std::unique_ptr<UringFileReader> reader_;
 };
 
 }  // namespace stallscope
