@@ -1,18 +1,19 @@
 // The tiered cache in front of storage.
 //
-// A Cache is an ordered list of tiers searched front to back (DESIGN.md `cache.tiers`). This
-// build implements the RAM tier with the fill-once policy — admit until full, never evict,
-// the optimal policy when every epoch reads the whole dataset in a fresh shuffle. The
-// CacheTier interface is the seam for the disk tier and the other policies (lru, fifo,
-// s3-fifo, belady); asking for one of those is a CacheError today.
+// A Cache is an ordered list of tiers (DESIGN.md `cache.tiers`), searched front to back:
+// RAM tiers (cache/memory_tier.h) answer at once by copying the sample; a disk tier
+// (cache/disk_tier.h) answers "held" and the caller reads it asynchronously with
+// ReadAsync(), like a storage read. Bytes read from storage are offered to every tier
+// (Admit with upto = num_tiers()); a disk hit is offered to the tiers in front of it (a
+// promotion to RAM, when the RAM policy admits it). Each tier runs its own eviction policy
+// (cache/policy.h): fill-once, lru, fifo, s3-fifo or belady.
 //
-// Thread-safety: Lookup() and Admit() may be called from any number of threads at once; the
-// fill-once hit path takes no lock (one acquire load and a copy). Stats() may race with
-// them and then returns a consistent-enough snapshot of relaxed counters.
+// Thread-safety: Lookup(), ReadAsync() and Admit() may be called from many threads at once;
+// no global lock is taken (RAM tiers lock one shard of sixteen; the disk tier's lookup is
+// one atomic load). Stats() may run concurrently and returns a snapshot.
 #ifndef STALLSCOPE_CACHE_CACHE_H_
 #define STALLSCOPE_CACHE_CACHE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,8 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "cache/policy.h"
+#include "storage/storage.h"
+
 namespace stallscope {
 
+// A set-up error naming the scenario key (cache.tiers.N.KEY); exit code 2.
 class CacheError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -29,7 +34,7 @@ class CacheError : public std::runtime_error {
 
 struct TierOptions {
   std::string kind = "memory";  // memory | disk
-  std::string path;             // disk only
+  std::string path;             // disk only: a directory on a local disk
   uint64_t capacity = 0;        // bytes; a hard bound
   std::string policy = "fill-once";
 };
@@ -39,36 +44,62 @@ struct TierStats {
   std::string policy;
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t bytes_served = 0;  // bytes copied out on hits
+  uint64_t bytes_served = 0;  // bytes delivered on hits
   uint64_t evictions = 0;
-  uint64_t bytes_held = 0;
+  uint64_t bytes_held = 0;  // bytes the policy holds (block-rounded)
   uint64_t capacity = 0;
+  uint64_t write_drops = 0;  // disk: admissions dropped because every write buffer was busy
+  uint64_t bad_entries = 0;  // disk: entries whose checksum or size did not match
 };
 
 class CacheTier {
  public:
   virtual ~CacheTier() = default;
-  // On a hit copies the sample into `dst` (which must hold its size) and returns its size;
-  // returns 0 on a miss.
-  virtual uint64_t Lookup(uint64_t sample, std::byte* dst) = 0;
-  // Offers a sample's bytes; the policy decides whether to keep them.
-  virtual void Admit(uint64_t sample, std::span<const std::byte> data) = 0;
+  // True for tiers whose hits are read with ReadAsync() (disk).
+  virtual bool is_async() const { return false; }
+  // Synchronous tiers copy a held sample into `dst` and return its size; asynchronous tiers
+  // return 1 when they hold it (without copying). 0 = miss.
+  virtual uint64_t Lookup(uint64_t id, std::byte* dst, uint64_t now) = 0;
+  // Asynchronous tiers: reads held samples. A result other than the sample's size (a bad
+  // checksum is -EBADMSG, a vanished entry -ENOENT) means the caller must read storage.
+  // REQUIRES: each dst is 4096-byte aligned with room for the size rounded up to 4096
+  // (reads may be O_DIRECT), and stays valid until its completion.
+  virtual void ReadAsync(std::span<const ReadRequest> requests, ReadCallback* callback) {}
+  virtual void Admit(uint64_t id, std::span<const std::byte> data, uint64_t now) = 0;
+  // Waits for background work (disk writes) to finish.
+  virtual void Flush() {}
   virtual TierStats Stats() const = 0;
+  virtual std::string Describe() const = 0;
 };
 
 class Cache {
  public:
-  // `num_samples` bounds the sample ids. Throws CacheError for an unsupported tier or policy.
-  Cache(const std::vector<TierOptions>& tiers, uint64_t num_samples);
+  struct Options {
+    std::vector<TierOptions> tiers;
+    uint64_t num_samples = 0;
+    uint64_t max_sample_bytes = 0;
+    const AccessOracle* oracle = nullptr;  // required by belady; must outlive the cache
+    std::string dataset_fingerprint;       // disk tiers wipe entries of another dataset
+    uint32_t io_depth = 64;                // disk tier reads in flight
+    bool quiet = false;                    // no notices on stderr
+  };
+  // Throws CacheError naming the key for bad capacities, policies, paths or free space.
+  explicit Cache(const Options& options);
   ~Cache();
 
   bool empty() const { return tiers_.empty(); }
   size_t num_tiers() const { return tiers_.size(); }
+  bool tier_is_async(size_t tier) const { return tiers_[tier]->is_async(); }
 
-  // Searches the tiers in order. Returns the index of the tier that hit, or -1.
-  int Lookup(uint64_t sample, std::byte* dst);
-  // Offers bytes read from storage to every tier.
-  void Admit(uint64_t sample, std::span<const std::byte> data);
+  struct Found {
+    int tier = -1;       // -1: no tier holds it
+    bool async = false;  // true: read it with ReadAsync(tier, ...)
+  };
+  Found Lookup(uint64_t id, std::byte* dst, uint64_t now);
+  void ReadAsync(int tier, std::span<const ReadRequest> requests, ReadCallback* callback);
+  // Offers a sample to tiers [0, upto).
+  void Admit(uint64_t id, std::span<const std::byte> data, uint64_t now, size_t upto);
+  void Flush();
 
   std::vector<TierStats> Stats() const;
   std::string Describe() const;
@@ -76,9 +107,6 @@ class Cache {
  private:
   std::vector<std::unique_ptr<CacheTier>> tiers_;
 };
-
-// The RAM tier with the fill-once policy; exposed for tests.
-std::unique_ptr<CacheTier> MakeFillOnceMemoryTier(uint64_t capacity, uint64_t num_samples);
 
 }  // namespace stallscope
 

@@ -197,7 +197,8 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   uint64_t total_bytes = v.bytes_storage;
   for (size_t t = 0; t < run.cache.size(); ++t) {
     const TierStats& s = run.cache[t];
-    TierResult tr{s.name, s.policy, s.hits, s.misses, s.evictions, 0, tier_bytes[t]};
+    TierResult tr{s.name,        s.policy,     s.hits,     s.misses,      s.evictions,  0,
+                  tier_bytes[t], s.bytes_held, s.capacity, s.write_drops, s.bad_entries};
     tr.hit_ratio = s.hits + s.misses ? static_cast<double>(s.hits) / (s.hits + s.misses) : 0;
     v.cache.push_back(tr);
     v.bytes_by_tier.emplace_back(s.name, tier_bytes[t]);
@@ -223,9 +224,16 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   v.epochs.resize(epochs);
   std::vector<double> e_busy(epochs, 0), e_span(epochs, 0);
   std::vector<uint64_t> e_samples(epochs, 0), e_hits(epochs, 0), e_lookups(epochs, 0);
+  const size_t tiers = run.cache.size();
+  for (EpochResult& er : v.epochs) er.tiers.resize(tiers);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t e = b[k].epoch;
-    for (size_t t = 0; t < run.cache.size(); ++t) e_hits[e] += b[k].cache_hits[t];
+    for (size_t t = 0; t < tiers; ++t) {
+      e_hits[e] += b[k].cache_hits[t];
+      v.epochs[e].tiers[t].lookups += b[k].cache_lookups[t];
+      v.epochs[e].tiers[t].hits += b[k].cache_hits[t];
+      v.epochs[e].tiers[t].bytes += b[k].cache_bytes[t];
+    }
     e_lookups[e] += b[k].samples;
     if (k < w) continue;
     const double from = k == w ? b[k].step_start : b[k - 1].step_end;
@@ -240,6 +248,13 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
     er.gpu_idle_fraction = e_span[e] > 0 ? std::max(0.0, 1 - e_busy[e] / e_span[e]) : 0;
     er.samples_per_second = e_span[e] > 0 ? e_samples[e] / e_span[e] : 0;
     er.cache_hit_ratio = e_lookups[e] ? static_cast<double>(e_hits[e]) / e_lookups[e] : 0;
+    for (size_t t = 0; t < tiers; ++t) {
+      TierEpoch& te = er.tiers[t];
+      te.hit_ratio = te.lookups ? static_cast<double>(te.hits) / te.lookups : 0;
+      // Snapshots are taken at each epoch's first batch and at the end of the run.
+      const auto& ev = run.tier_evictions;
+      if (e + 1 < ev.size() && t < ev[e].size()) te.evictions = ev[e + 1][t] - ev[e][t];
+    }
   }
   Verdict(v, in);
   return v;

@@ -29,8 +29,14 @@ struct StageSeconds {
   double total() const { return fetch + preprocess + transfer + other; }
 };
 
+struct TierEpoch {
+  uint64_t lookups = 0, hits = 0, bytes = 0, evictions = 0;
+  double hit_ratio = 0;
+};
+
 struct EpochResult {
   uint32_t epoch = 0;
+  std::vector<TierEpoch> tiers;  // in cache.tiers order
   double gpu_idle_fraction = 0;
   double cache_hit_ratio = 0;
   double samples_per_second = 0;
@@ -43,6 +49,7 @@ struct TierResult {
   uint64_t hits = 0, misses = 0, evictions = 0;
   double hit_ratio = 0;
   uint64_t bytes = 0;  // bytes served from the tier
+  uint64_t bytes_held = 0, capacity = 0, write_drops = 0, bad_entries = 0;
 };
 
 struct VariantResult {

@@ -14,6 +14,15 @@ namespace {
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
+// A read's tag: slot << 32 | index in the batch, and for a cache tier's read, tier + 1 in
+// bits 56..59 (0 = a storage read).
+constexpr int kTierShift = 56;
+uint64_t Tag(int slot, uint32_t i, int tier) {
+  return (static_cast<uint64_t>(tier + 1) << kTierShift) | (static_cast<uint64_t>(slot) << 32) | i;
+}
+int TierOf(uint64_t tag) { return static_cast<int>((tag >> kTierShift) & 0xf) - 1; }
+int SlotOf(uint64_t tag) { return static_cast<int>((tag >> 32) & 0xffffff); }
+
 struct FreeDeleter {
   void operator()(std::byte* p) const { std::free(p); }
 };
@@ -41,9 +50,13 @@ struct Pipeline::Slot {
   std::vector<uint32_t> labels;
   std::vector<uint8_t> attempts;
   std::vector<uint8_t> skipped;
-  std::vector<ReadRequest> requests;  // this batch's misses
+  std::vector<uint64_t> access;       // each sample's position in the run's access sequence
+  std::vector<ReadRequest> requests;  // this batch's storage reads
+  std::vector<ReadRequest> tier_requests[kMaxCacheTiers];  // reads of asynchronous tiers
   std::atomic<uint32_t> reads_pending{0};
   std::atomic<uint64_t> storage_bytes{0};
+  std::atomic<uint32_t> async_hits[kMaxCacheTiers] = {};
+  std::atomic<uint64_t> async_bytes[kMaxCacheTiers] = {};
   uint32_t next_chunk = 0;  // guarded by mu_
   std::atomic<uint32_t> chunks_done{0};
 
@@ -91,7 +104,9 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     slot->labels.resize(batch);
     slot->attempts.resize(batch);
     slot->skipped.resize(batch);
+    slot->access.resize(batch);
     slot->requests.reserve(batch);
+    for (auto& r : slot->tier_requests) r.reserve(batch);
     slots_.push_back(std::move(slot));
   }
   device_.Prepare(staged_stride_ * batch, batch);
@@ -199,6 +214,9 @@ RunRecord Pipeline::Run() {
   rec.read_errors = read_errors_;
   rec.skipped_samples = skipped_;
   std::sort(rec.skipped_samples.begin(), rec.skipped_samples.end());
+  cache_.Flush();  // pending disk writes: the next run (or a warm restart) sees them
+  SnapshotEvictions();
+  rec.tier_evictions = std::move(tier_evictions_);
   rec.cache = cache_.Stats();
   rec.failed = failed_;
   rec.error = error_;
@@ -224,12 +242,19 @@ void Pipeline::FetcherLoop() {
       slot_of_batch_[b] = slot_index;
     }
     if (epoch != order_epoch) {
+      SnapshotEvictions();
       storage_.BeginEpoch(static_cast<int>(epoch));
       sampler_.Order(epoch, order);
       order_epoch = epoch;
     }
     StartBatch(b, *slots_[slot_index], order);
   }
+}
+
+void Pipeline::SnapshotEvictions() {
+  std::vector<uint64_t> e;
+  for (const TierStats& t : cache_.Stats()) e.push_back(t.evictions);
+  tier_evictions_.push_back(std::move(e));
 }
 
 void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& order) {
@@ -248,6 +273,12 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
   slot.chunks_done = 0;
   slot.storage_bytes = 0;
   slot.requests.clear();
+  const size_t tiers = cache_.num_tiers();
+  for (size_t t = 0; t < tiers; ++t) {
+    slot.tier_requests[t].clear();
+    slot.async_hits[t] = 0;
+    slot.async_bytes[t] = 0;
+  }
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t id = order[first + i];
     slot.ids[i] = id;
@@ -255,35 +286,63 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
     slot.labels[i] = storage_.Label(id);
     slot.attempts[i] = 0;
     slot.skipped[i] = 0;
+    slot.access[i] = epoch * order.size() + first + i;
     std::byte* dst = slot.raw_at(i, raw_stride_);
-    const int tier = cache_.Lookup(id, dst);
-    if (tier >= 0) {
-      r.cache_hits[tier]++;
-      r.cache_bytes[tier] += slot.bytes[i];
+    const Cache::Found found = cache_.Lookup(id, dst, slot.access[i]);
+    const size_t reached = found.tier >= 0 ? found.tier + 1 : tiers;
+    for (size_t t = 0; t < reached; ++t) r.cache_lookups[t]++;
+    if (found.tier < 0) {
+      slot.requests.push_back({id, dst, Tag(slot.index, i, -1)});
+    } else if (found.async) {
+      slot.tier_requests[found.tier].push_back({id, dst, Tag(slot.index, i, found.tier)});
     } else {
-      slot.requests.push_back({id, dst, (static_cast<uint64_t>(slot.index) << 32) | i});
+      r.cache_hits[found.tier]++;
+      r.cache_bytes[found.tier] += slot.bytes[i];
     }
   }
+  size_t reads = slot.requests.size();
+  for (size_t t = 0; t < tiers; ++t) reads += slot.tier_requests[t].size();
   r.storage_reads = static_cast<uint32_t>(slot.requests.size());
-  if (slot.requests.empty()) {
+  if (reads == 0) {
     FetchDone(slot);
     return;
   }
-  slot.reads_pending = static_cast<uint32_t>(slot.requests.size());
-  reads_outstanding_.fetch_add(slot.requests.size());
-  storage_.Submit(slot.requests, this);
+  slot.reads_pending = static_cast<uint32_t>(reads);
+  reads_outstanding_.fetch_add(reads);
+  for (size_t t = 0; t < tiers; ++t) {
+    if (!slot.tier_requests[t].empty()) {
+      cache_.ReadAsync(static_cast<int>(t), slot.tier_requests[t], this);
+    }
+  }
+  if (!slot.requests.empty()) storage_.Submit(slot.requests, this);
 }
 
 void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
-  Slot& slot = *slots_[request.tag >> 32];
+  Slot& slot = *slots_[SlotOf(request.tag)];
   const uint32_t i = static_cast<uint32_t>(request.tag & 0xffffffffu);
-  if (result >= 0 && static_cast<uint64_t>(result) == slot.bytes[i]) {
-    cache_.Admit(request.sample, {request.dst, slot.bytes[i]});
-    slot.storage_bytes.fetch_add(slot.bytes[i], std::memory_order_relaxed);
+  const int tier = TierOf(request.tag);
+  const uint64_t bytes = slot.bytes[i];
+  const bool ok = result >= 0 && static_cast<uint64_t>(result) == bytes;
+  if (tier >= 0) {
+    if (ok) {
+      slot.async_hits[tier].fetch_add(1, std::memory_order_relaxed);
+      slot.async_bytes[tier].fetch_add(bytes, std::memory_order_relaxed);
+      cache_.Admit(request.sample, {request.dst, bytes}, slot.access[i], tier);  // promote
+    } else {
+      // A bad or vanished cache entry: the tier dropped it; read the sample from storage.
+      ReadRequest again = request;
+      again.tag = Tag(slot.index, i, -1);
+      records_[slot.batch].storage_reads++;
+      storage_.Submit({&again, 1}, this);
+      return;
+    }
+  } else if (ok) {
+    cache_.Admit(request.sample, {request.dst, bytes}, slot.access[i], cache_.num_tiers());
+    slot.storage_bytes.fetch_add(bytes, std::memory_order_relaxed);
   } else {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
     const std::string why = result < 0 ? std::strerror(static_cast<int>(-result))
-                                       : fmt::format("{} of {} bytes", result, slot.bytes[i]);
+                                       : fmt::format("{} of {} bytes", result, bytes);
     if (options_.on_error != "fail" && slot.attempts[i] < options_.retries &&
         !failed_.load(std::memory_order_relaxed)) {
       slot.attempts[i]++;
@@ -307,6 +366,10 @@ void Pipeline::FetchDone(Slot& slot) {
   BatchRecord& r = records_[slot.batch];
   r.fetch_done = MonotonicSeconds();
   r.storage_bytes = slot.storage_bytes.load(std::memory_order_relaxed);
+  for (size_t t = 0; t < cache_.num_tiers(); ++t) {
+    r.cache_hits[t] += slot.async_hits[t].load(std::memory_order_relaxed);
+    r.cache_bytes[t] += slot.async_bytes[t].load(std::memory_order_relaxed);
+  }
   for (uint32_t i = 0; i < slot.count; ++i) r.skipped += slot.skipped[i];
   if (!preprocess_stage_) {
     r.preprocess_done = r.fetch_done;

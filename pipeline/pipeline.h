@@ -57,8 +57,9 @@ struct PipelineOptions {
 // One step's batch, from its first read to the end of its training step.
 struct BatchRecord {
   uint32_t epoch = 0;
-  uint32_t samples = 0;  // planned
-  uint32_t skipped = 0;  // given up after errors (on_error: skip)
+  uint32_t samples = 0;                         // planned
+  uint32_t skipped = 0;                         // given up after errors (on_error: skip)
+  uint32_t cache_lookups[kMaxCacheTiers] = {};  // samples that reached tier t
   uint32_t cache_hits[kMaxCacheTiers] = {};
   uint64_t cache_bytes[kMaxCacheTiers] = {};
   uint64_t storage_bytes = 0;
@@ -80,6 +81,8 @@ struct RunRecord {
   uint64_t read_errors = 0;  // failed attempts, including those retried
   std::vector<uint64_t> skipped_samples;
   std::vector<TierStats> cache;
+  // Each tier's eviction count when each epoch's first batch started, and at the end.
+  std::vector<std::vector<uint64_t>> tier_evictions;
   bool failed = false;
   std::string error;
 };
@@ -116,6 +119,7 @@ class Pipeline final : private ReadCallback {
   void StartBatch(uint64_t batch, Slot& slot, const std::vector<uint64_t>& order);
   void OnReadComplete(const ReadRequest& request, int64_t result) override;
   void FetchDone(Slot& slot);
+  void SnapshotEvictions();
   void MarkReady(Slot& slot);
   void Fail(const std::string& message);
   DeviceBatch MakeDeviceBatch(const Slot& slot) const;
@@ -155,8 +159,9 @@ class Pipeline final : private ReadCallback {
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> reads_outstanding_{0};
   std::atomic<uint64_t> verified_{0}, integrity_errors_{0}, read_errors_{0};
-  std::vector<double> worker_busy_;  // per worker, written by that worker
-  std::vector<uint64_t> skipped_;    // guarded by mu_
+  std::vector<double> worker_busy_;                    // per worker, written by that worker
+  std::vector<uint64_t> skipped_;                      // guarded by mu_
+  std::vector<std::vector<uint64_t>> tier_evictions_;  // fetcher thread, then Run()
   LiveCounters live_;
 };
 

@@ -25,7 +25,17 @@ nlohmann::json VariantToJson(const VariantResult& v) {
   }
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochResult& e : v.epochs) {
+    nlohmann::json tiers = nlohmann::json::object();
+    for (size_t t = 0; t < e.tiers.size() && t < v.cache.size(); ++t) {
+      const TierEpoch& te = e.tiers[t];
+      tiers[v.cache[t].name] = {{"hits", te.hits},
+                                {"misses", te.lookups - te.hits},
+                                {"hit_ratio", te.hit_ratio},
+                                {"bytes", te.bytes},
+                                {"evictions", te.evictions}};
+    }
     epochs.push_back({{"epoch", e.epoch},
+                      {"cache", tiers},
                       {"gpu_idle_fraction", e.gpu_idle_fraction},
                       {"cache_hit_ratio", e.cache_hit_ratio},
                       {"samples_per_second", e.samples_per_second},
@@ -109,6 +119,23 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   add("cache hit", [&](const VariantResult& v) {
     return v.cache.empty() ? std::string("-") : pct(v.cache_hit_ratio);
   });
+  // One row per tier name, in the order first seen.
+  std::vector<std::string> tier_names;
+  for (const VariantResult& v : vs) {
+    for (const TierResult& t : v.cache) {
+      if (std::find(tier_names.begin(), tier_names.end(), t.name) == tier_names.end()) {
+        tier_names.push_back(t.name);
+      }
+    }
+  }
+  for (const std::string& name : tier_names) {
+    add("  " + name + " hit / evictions", [&](const VariantResult& v) {
+      for (const TierResult& t : v.cache) {
+        if (t.name == name) return fmt::format("{} / {}", pct(t.hit_ratio), t.evictions);
+      }
+      return std::string("-");
+    });
+  }
   add("step wait p50 / p99", [](const VariantResult& v) {
     return FormatDuration(v.step_wait_p50) + " / " + FormatDuration(v.step_wait_p99);
   });

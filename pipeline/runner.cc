@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cache/epoch_oracle.h"
+#include "pipeline/sampler.h"
 #include "storage/directory_storage.h"
 #include "storage/synthetic.h"
 
@@ -72,7 +74,20 @@ PipelineOptions ToPipelineOptions(const Scenario& s) {
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
   CheckRunnable(s);
-  Cache cache(s.cache_tiers, storage.num_samples());
+  // The sampler's future order: belady's oracle (and only consulted by it).
+  const Sampler sampler(storage.num_samples(), s.seed);
+  const EpochOrderOracle oracle(
+      storage.num_samples(), s.run.epochs,
+      [&sampler](uint64_t epoch, std::vector<uint64_t>& out) { sampler.Order(epoch, out); });
+  Cache::Options co;
+  co.tiers = s.cache_tiers;
+  co.num_samples = storage.num_samples();
+  co.max_sample_bytes = storage.max_sample_bytes();
+  co.oracle = &oracle;
+  co.dataset_fingerprint = storage.Fingerprint();
+  co.io_depth = s.loader.io_depth;
+  co.quiet = hooks.quiet;
+  Cache cache(co);
   std::unique_ptr<Pipeline> pipeline;
   try {
     pipeline = std::make_unique<Pipeline>(ToPipelineOptions(s), storage, cache, device);

@@ -39,6 +39,7 @@ struct RunHooks {
 };
 
 // Throws SetupError for scenario features this build does not run yet.
+// (Cache set-up problems throw CacheError, which also means exit code 2.)
 void CheckRunnable(const Scenario& scenario);
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet);

@@ -140,6 +140,11 @@ void DirectoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallbac
   reader_->Submit(requests, callback);
 }
 
+std::string DirectoryStorage::Fingerprint() const {
+  return fmt::format("directory v1 {} files={} bytes={} seed={}", options_.path, files_.size(),
+                     total_bytes_, seed_ ? std::to_string(*seed_) : "none");
+}
+
 std::string DirectoryStorage::Describe() const {
   return fmt::format("directory: {} ({} files, {:.1f} MB){}{}{}, {} via {}", options_.path,
                      files_.size(), static_cast<double>(total_bytes_) / 1e6,

@@ -61,6 +61,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   bool needs_epoch_barrier() const override { return options_.cold; }
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
   std::string Describe() const override;
+  std::string Fingerprint() const override;
 
   const std::string& RelativePath(uint64_t sample) const { return files_[sample].relative; }
   uint64_t total_bytes() const { return total_bytes_; }

@@ -76,6 +76,9 @@ class Storage {
 
   virtual void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) = 0;
 
+  // Identifies the dataset's content (a disk cache tier refuses entries of another one).
+  virtual std::string Fingerprint() const = 0;
+
   // One line for the start-up banner, e.g. "simulated: 400 MB/s, latency p50 4 ms / p99 30 ms".
   virtual std::string Describe() const = 0;
 };

@@ -48,6 +48,11 @@ bool SyntheticStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
   return data.size() == sizes_[sample] && MatchesContent(Key(sample), data);
 }
 
+std::string SyntheticStorage::Fingerprint() const {
+  return fmt::format("synthetic v1 seed={} samples={} mean={} stdev={}", dataset_.seed,
+                     dataset_.samples, dataset_.sample_mean, dataset_.sample_stdev);
+}
+
 // ---------------------------------------------------------------------------------------
 // MemoryStorage
 

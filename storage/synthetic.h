@@ -49,6 +49,7 @@ class SyntheticStorage : public Storage {
   uint32_t Label(uint64_t sample) const override;
   bool can_verify() const override { return true; }
   bool Verify(uint64_t sample, std::span<const std::byte> data) const override;
+  std::string Fingerprint() const override;
 
  protected:
   uint64_t Key(uint64_t sample) const;

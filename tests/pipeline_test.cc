@@ -93,9 +93,9 @@ variants:
 TEST(Analytic, FillOnceCacheServesLaterEpochsFromRam) {
   // RAM tier holds 40% of the dataset: epochs after the first hit 40% of their samples.
   const VariantResult v = RunYaml(R"(
-dataset: {samples: 1000, sample_size: 8000}
+dataset: {samples: 1000, sample_size: 8KiB}
 storage: {kind: simulated}
-cache: {tiers: [{kind: memory, capacity: 3.2MB}]}
+cache: {tiers: [{kind: memory, capacity: 3200KiB}]}
 loader: {batch_size: 50, prefetch: 2, workers: 2, preprocess: none}
 gpu: {step_time: 0}
 run: {epochs: 3}
@@ -107,7 +107,7 @@ run: {epochs: 3}
   ASSERT_EQ(v.cache.size(), 1u);
   EXPECT_EQ(v.cache[0].hits, 800u);
   EXPECT_EQ(v.samples_verified, 3000u);
-  EXPECT_EQ(v.bytes_storage, 2200u * 8000);
+  EXPECT_EQ(v.bytes_storage, 2200u * 8192);
 }
 
 TEST(Integrity, CorruptedFilesAreCountedEveryTimeTheyAreRead) {

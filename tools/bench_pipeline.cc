@@ -50,7 +50,7 @@ double Median(std::vector<double> v) {
 double Measure(Storage& storage, const Options& o, const std::string& preprocess) {
   std::vector<double> rates;
   for (int r = 0; r < o.repeat; ++r) {
-    Cache cache({}, storage.num_samples());
+    Cache cache(Cache::Options{.num_samples = storage.num_samples()});
     EmulatedDevice device(0);
     PipelineOptions p;
     p.batch_size = o.batch;

@@ -1,0 +1,489 @@
+#include "cache/disk_tier.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace stallscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment and the unit of disk accounting
+constexpr const char* kManifest = "stallscope-cache.json";
+constexpr uint64_t kWakeTag = ~0ULL;
+
+uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+void FormatPath(char* out, const std::string& dir, const char* fmt_name, uint64_t a, uint64_t b,
+                uint64_t c) {
+  std::snprintf(out, kMaxPath, fmt_name, dir.c_str(), a, b, c);
+}
+
+constexpr const char* kEntryFormat = "%s/e-%" PRIx64 "-%" PRIx64 "-%016" PRIx64;
+constexpr const char* kTmpFormat = "%s/tmp-%" PRIx64 "-%" PRIx64 "-%" PRIx64;
+
+}  // namespace
+
+// The write path: one thread, one ring, one linked chain per entry. Falls back to blocking
+// open/pwrite/fdatasync/rename when the ring (or its direct descriptors) is unavailable.
+class DiskTier::Writer {
+ public:
+  Writer(DiskTier* tier, uint32_t slots) : tier_(tier), writes_(slots) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC);
+    // 5 SQEs per chain + the wake-up poll.
+    if (io_uring_queue_init(5 * slots + 1, &ring_, 0) == 0) {
+      uring_ = io_uring_register_files_sparse(&ring_, slots) == 0;
+      if (!uring_) io_uring_queue_exit(&ring_);
+    }
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Writer() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    Wake();
+    thread_.join();
+    if (uring_) io_uring_queue_exit(&ring_);
+    close(wake_fd_);
+  }
+  Write& slot(uint32_t i) { return writes_[i]; }
+  void Enqueue(uint32_t slot) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(slot);
+    }
+    Wake();
+  }
+
+ private:
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+
+  int Flags() const { return O_WRONLY | O_CREAT | O_TRUNC | (tier_->direct_ ? O_DIRECT : 0); }
+  uint64_t WriteBytes(const Write& w) const {
+    const uint64_t size = tier_->size_[w.id];
+    return tier_->direct_ ? RoundUp(size, kBlock) : size;
+  }
+
+  void QueueChain(uint32_t i) {
+    Write& w = writes_[i];
+    const std::byte* buf = tier_->buffers_[w.buffer];
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_openat_direct(sqe, AT_FDCWD, w.tmp, Flags(), 0644, i);
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe_set_data64(sqe, i);
+    sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_write(sqe, static_cast<int>(i), buf, static_cast<unsigned>(WriteBytes(w)), 0);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
+    io_uring_sqe_set_data64(sqe, (1ULL << 32) | i);
+    sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_fsync(sqe, static_cast<int>(i), IORING_FSYNC_DATASYNC);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
+    io_uring_sqe_set_data64(sqe, i);
+    sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_close_direct(sqe, i);
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe_set_data64(sqe, i);
+    sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_renameat(sqe, AT_FDCWD, w.tmp, AT_FDCWD, w.final, 0);
+    io_uring_sqe_set_data64(sqe, i);
+    w.remaining = 5;
+    w.error = 0;
+  }
+
+  void RunUring() {
+    auto arm = [&] {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
+      io_uring_sqe_set_data64(sqe, kWakeTag);
+    };
+    arm();
+    io_uring_submit(&ring_);
+    uint32_t inflight = 0;
+    while (true) {
+      std::deque<uint32_t> take;
+      {
+        std::lock_guard lock(mu_);
+        take.swap(queue_);
+        if (stop_ && take.empty() && inflight == 0) break;
+      }
+      for (uint32_t i : take) {
+        QueueChain(i);
+        ++inflight;
+      }
+      io_uring_cqe* cqe = nullptr;
+      if (io_uring_sq_ready(&ring_) > 0) {
+        io_uring_submit_and_wait(&ring_, 1);
+      } else {
+        io_uring_wait_cqe(&ring_, &cqe);
+      }
+      unsigned head, seen = 0;
+      bool rearm = false;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++seen;
+        const uint64_t tag = io_uring_cqe_get_data64(cqe);
+        if (tag == kWakeTag) {
+          uint64_t count;
+          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+          rearm = true;
+          continue;
+        }
+        Write& w = writes_[tag & 0xffffffffu];
+        int res = cqe->res;
+        // A short write is an error too (a full disk, say).
+        if ((tag >> 32) == 1 && res >= 0 && static_cast<uint64_t>(res) < WriteBytes(w)) {
+          res = -ENOSPC;
+        }
+        if (res < 0 && w.error == 0) w.error = res;
+        if (--w.remaining == 0) {
+          --inflight;
+          tier_->FinishWrite(w);
+        }
+      }
+      io_uring_cq_advance(&ring_, seen);
+      if (rearm) arm();
+      if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+    }
+  }
+
+  void RunBlocking() {
+    while (true) {
+      uint32_t i;
+      {
+        std::unique_lock lock(mu_);
+        if (queue_.empty()) {
+          if (stop_) break;
+          lock.unlock();
+          uint64_t count;
+          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+          continue;
+        }
+        i = queue_.front();
+        queue_.pop_front();
+      }
+      Write& w = writes_[i];
+      w.error = 0;
+      const int fd = open(w.tmp, Flags() | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        w.error = -errno;
+      } else {
+        const uint64_t n = WriteBytes(w);
+        const ssize_t wrote = pwrite(fd, tier_->buffers_[w.buffer], n, 0);
+        if (wrote < 0 || static_cast<uint64_t>(wrote) != n) w.error = wrote < 0 ? -errno : -ENOSPC;
+        if (w.error == 0 && fdatasync(fd) != 0) w.error = -errno;
+        close(fd);
+        if (w.error == 0 && rename(w.tmp, w.final) != 0) w.error = -errno;
+      }
+      tier_->FinishWrite(w);
+    }
+  }
+
+  void Run() { uring_ ? RunUring() : RunBlocking(); }
+
+  DiskTier* const tier_;
+  std::vector<Write> writes_;
+  io_uring ring_{};
+  bool uring_ = false;
+  int wake_fd_ = -1;
+  std::mutex mu_;
+  std::deque<uint32_t> queue_;  // guarded by mu_
+  bool stop_ = false;           // guarded by mu_
+  std::thread thread_;
+};
+
+DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
+  const std::string& key = o.key;
+  policy_ = EvictionPolicy::Make(o.policy, o.capacity, o.num_ids, o.oracle);
+  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", key, o.policy));
+  std::error_code ec;
+  fs::create_directories(o.path, ec);
+  if (!fs::is_directory(o.path, ec)) {
+    throw CacheError(fmt::format("{}.path: {} is not a directory{}", key, o.path,
+                                 ec ? " (" + ec.message() + ")" : ""));
+  }
+  // Writable? Try it, and learn whether O_DIRECT works here.
+  const std::string probe = o.path + "/tmp-probe";
+  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw CacheError(fmt::format("{}.path: {} is not a writable directory: {}", key, o.path,
+                                 std::strerror(errno)));
+  }
+  close(fd);
+  fd = open(probe.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  direct_ = fd >= 0;
+  if (fd >= 0) close(fd);
+  unlink(probe.c_str());
+  if (!direct_ && !o.quiet) {
+    std::fprintf(stderr, "notice: %s refuses O_DIRECT; the disk tier reads and writes buffered\n",
+                 o.path.c_str());
+  }
+
+  state_ = std::make_unique<std::atomic<uint8_t>[]>(o.num_ids);
+  size_.assign(o.num_ids, 0);
+  hash_.assign(o.num_ids, 0);
+  last_access_.assign(o.num_ids, 0);
+  drop_after_write_.assign(o.num_ids, 0);
+  evicted_.reserve(1024);
+  ScanDirectory();
+
+  struct statvfs vfs;
+  if (statvfs(o.path.c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (o.capacity > free_bytes + policy_->used_bytes()) {
+      throw CacheError(fmt::format(
+          "{}.capacity: {} bytes do not fit on {}: {} bytes free (plus {} held by the cache)", key,
+          o.capacity, o.path, free_bytes, policy_->used_bytes()));
+    }
+  }
+
+  buffer_bytes_ = RoundUp(std::max<uint64_t>(o.max_item_bytes, 1), kBlock);
+  const uint32_t nbuf = std::max<uint32_t>(o.write_buffers, 1);
+  for (uint32_t i = 0; i < nbuf; ++i) {
+    auto* b = static_cast<std::byte*>(std::aligned_alloc(kBlock, buffer_bytes_));
+    if (!b) throw CacheError("cannot allocate the disk tier's write buffers");
+    std::memset(b, 0, buffer_bytes_);
+    buffers_.push_back(b);
+    free_buffers_.push_back(nbuf - 1 - i);
+  }
+  reader_ =
+      std::make_unique<UringFileReader>(static_cast<const FileReadSource&>(*this),
+                                        UringFileReader::Options{1, o.read_depth, direct_, true});
+  writer_ = std::make_unique<Writer>(this, nbuf);
+}
+
+DiskTier::~DiskTier() {
+  Flush();
+  writer_.reset();
+  reader_.reset();
+  for (std::byte* b : buffers_) std::free(b);
+}
+
+void DiskTier::ScanDirectory() {
+  // The manifest names the dataset; entries of another one are not ours to serve.
+  const std::string manifest = options_.path + "/" + kManifest;
+  bool same_dataset = false;
+  {
+    std::ifstream in(manifest);
+    if (in) {
+      const auto j = nlohmann::json::parse(in, nullptr, false);
+      same_dataset = j.is_object() && j.value("fingerprint", "") == options_.fingerprint;
+    }
+  }
+  uint64_t wiped = 0;
+  std::error_code ec;
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> found;
+  for (const auto& e : fs::directory_iterator(options_.path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("tmp-", 0) == 0) {  // an interrupted write: never made visible
+      fs::remove(e.path(), ec);
+      continue;
+    }
+    uint64_t id, size, hash;
+    if (std::sscanf(name.c_str(), "e-%" SCNx64 "-%" SCNx64 "-%" SCNx64, &id, &size, &hash) != 3) {
+      continue;
+    }
+    const uint64_t on_disk = e.file_size(ec);
+    if (!same_dataset || id >= options_.num_ids || ec || on_disk < size || size == 0) {
+      fs::remove(e.path(), ec);
+      wiped += !same_dataset;
+      continue;
+    }
+    found.emplace_back(id, size, hash);
+  }
+  std::sort(found.begin(), found.end());
+  for (const auto& [id, size, hash] : found) {
+    evicted_.clear();
+    if (!policy_->Admit(id, RoundUp(size, kBlock), 0, evicted_)) {
+      char path[kMaxPath];
+      FormatPath(path, options_.path, kEntryFormat, id, size, hash);
+      unlink(path);
+      continue;
+    }
+    for (uint64_t v : evicted_) DropLocked(v);
+    size_[id] = size;
+    hash_[id] = hash;
+    state_[id].store(kReady, std::memory_order_release);
+  }
+  for (uint64_t id = 0; id < options_.num_ids; ++id) entries_at_start_ += state_[id] == kReady;
+  if (wiped && !options_.quiet) {
+    std::fprintf(stderr, "notice: %s held %llu entries of another dataset; removed them\n",
+                 options_.path.c_str(), static_cast<unsigned long long>(wiped));
+  }
+  std::ofstream out(manifest);
+  out << nlohmann::json{{"fingerprint", options_.fingerprint}, {"version", 1}}.dump() << "\n";
+}
+
+std::string DiskTier::EntryPath(uint64_t id) const {
+  char path[kMaxPath];
+  FormatPath(path, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+  return path;
+}
+
+const char* DiskTier::PathOf(uint64_t id, char* scratch) const {
+  FormatPath(scratch, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+  return scratch;
+}
+
+uint64_t DiskTier::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
+  if (state_[id].load(std::memory_order_acquire) != kReady) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  last_access_[id] = now;
+  return 1;
+}
+
+void DiskTier::ReadAsync(std::span<const ReadRequest> requests, ReadCallback* callback) {
+  user_callback_.store(callback, std::memory_order_release);
+  reader_->Submit(requests, this);
+}
+
+void DiskTier::OnReadComplete(const ReadRequest& request, int64_t result) {
+  const uint64_t id = request.sample;
+  const uint64_t size = size_[id];
+  bool good = result >= 0 && static_cast<uint64_t>(result) == size &&
+              XXH3_64bits(request.dst, size) == hash_[id];
+  {
+    std::lock_guard lock(mu_);
+    if (good && policy_->Contains(id)) {
+      policy_->OnHit(id, last_access_[id]);
+    } else if (state_[id].load(std::memory_order_relaxed) == kReady) {
+      DropLocked(id);  // bad bytes or size: never serve this entry again
+      bad_.fetch_add(1, std::memory_order_relaxed);
+      good = false;
+    }
+  }
+  if (good) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    served_.fetch_add(size, std::memory_order_relaxed);
+  } else {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+  }
+  user_callback_.load(std::memory_order_acquire)
+      ->OnReadComplete(request,
+                       good ? static_cast<int64_t>(size) : (result < 0 ? result : -EBADMSG));
+}
+
+void DiskTier::DropLocked(uint64_t id) {
+  const uint8_t s = state_[id].load(std::memory_order_relaxed);
+  policy_->Remove(id);
+  if (s == kWriting) {
+    drop_after_write_[id] = 1;
+    return;
+  }
+  if (s == kReady) {
+    state_[id].store(kAbsent, std::memory_order_release);
+    char path[kMaxPath];
+    FormatPath(path, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+    unlink(path);
+  }
+}
+
+void DiskTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t now) {
+  if (data.empty() || data.size() > buffer_bytes_) return;
+  if (state_[id].load(std::memory_order_acquire) != kAbsent) return;
+  uint32_t buffer;
+  {
+    std::lock_guard lock(mu_);
+    if (state_[id].load(std::memory_order_relaxed) != kAbsent || policy_->Contains(id)) return;
+    if (free_buffers_.empty()) {
+      write_drops_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    evicted_.clear();
+    if (!policy_->Admit(id, RoundUp(data.size(), kBlock), now, evicted_)) return;
+    for (uint64_t v : evicted_) {
+      // The policy already forgot v; remove its file (or do so once its write ends).
+      const uint8_t s = state_[v].load(std::memory_order_relaxed);
+      if (s == kWriting) {
+        drop_after_write_[v] = 1;
+      } else if (s == kReady) {
+        state_[v].store(kAbsent, std::memory_order_release);
+        char path[kMaxPath];
+        FormatPath(path, options_.path, kEntryFormat, v, size_[v], hash_[v]);
+        unlink(path);
+      }
+    }
+    buffer = free_buffers_.back();
+    free_buffers_.pop_back();
+    writes_in_flight_++;
+    state_[id].store(kWriting, std::memory_order_relaxed);
+    drop_after_write_[id] = 0;
+  }
+  std::byte* b = buffers_[buffer];
+  std::memcpy(b, data.data(), data.size());
+  if (direct_) std::memset(b + data.size(), 0, RoundUp(data.size(), kBlock) - data.size());
+  size_[id] = data.size();
+  hash_[id] = XXH3_64bits(data.data(), data.size());
+  Write& w = writer_->slot(buffer);
+  w.id = id;
+  w.buffer = buffer;
+  FormatPath(w.final, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+  FormatPath(w.tmp, options_.path, kTmpFormat, id, static_cast<uint64_t>(getpid()), buffer);
+  writer_->Enqueue(buffer);
+}
+
+void DiskTier::FinishWrite(Write& w) {
+  const uint64_t id = w.id;
+  std::lock_guard lock(mu_);
+  if (w.error != 0) {
+    unlink(w.tmp);
+    policy_->Remove(id);
+    state_[id].store(kAbsent, std::memory_order_release);
+  } else if (drop_after_write_[id]) {
+    unlink(w.final);
+    state_[id].store(kAbsent, std::memory_order_release);
+  } else {
+    state_[id].store(kReady, std::memory_order_release);  // durable: now visible
+  }
+  drop_after_write_[id] = 0;
+  free_buffers_.push_back(w.buffer);
+  if (--writes_in_flight_ == 0) idle_cv_.notify_all();
+}
+
+void DiskTier::Flush() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return writes_in_flight_ == 0; });
+}
+
+TierStats DiskTier::Stats() const {
+  TierStats s;
+  s.name = "disk";
+  s.policy = options_.policy;
+  s.capacity = options_.capacity;
+  s.hits = hits_.load(std::memory_order_relaxed);
+  s.misses = misses_.load(std::memory_order_relaxed);
+  s.bytes_served = served_.load(std::memory_order_relaxed);
+  s.write_drops = write_drops_.load(std::memory_order_relaxed);
+  s.bad_entries = bad_.load(std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  s.evictions = policy_->evictions();
+  s.bytes_held = policy_->used_bytes();
+  return s;
+}
+
+std::string DiskTier::Describe() const {
+  return fmt::format("disk {} {:.1f} MiB {}{} ({} entries at start)", options_.path,
+                     static_cast<double>(options_.capacity) / (1 << 20), options_.policy,
+                     direct_ ? " O_DIRECT" : "", entries_at_start_);
+}
+
+}  // namespace stallscope

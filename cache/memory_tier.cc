@@ -1,0 +1,132 @@
+#include "cache/memory_tier.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace stallscope {
+
+namespace {
+constexpr int kShards = 16;
+}  // namespace
+
+MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t num_ids,
+                       uint64_t max_item_bytes, const AccessOracle* oracle)
+    : capacity_(capacity), policy_name_(policy) {
+  block_ =
+      std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(max_item_bytes / 32, 1)), 256, 65536);
+  const uint64_t blocks = capacity / block_;
+  const int shards = policy == "belady" ? 1 : kShards;
+  arena_bytes_ = blocks * block_;
+  if (arena_bytes_ > 0) {
+    void* p = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      throw CacheError(fmt::format("cannot reserve {} bytes for a memory tier", arena_bytes_));
+    }
+    arena_ = static_cast<std::byte*>(p);
+  }
+  first_block_.assign(num_ids, kNoBlock);
+  size_.assign(num_ids, 0);
+  next_block_.assign(blocks, kNoBlock);
+  for (int s = 0; s < shards; ++s) {
+    auto shard = std::make_unique<Shard>();
+    // Shard s owns blocks [lo, hi): an even split.
+    const uint64_t lo = blocks * s / shards, hi = blocks * (s + 1) / shards;
+    shard->policy = EvictionPolicy::Make(policy, (hi - lo) * block_, num_ids, oracle);
+    if (!shard->policy) throw CacheError("unknown cache policy '" + policy + "'");
+    shard->free_blocks.reserve(hi - lo);
+    for (uint64_t b = hi; b > lo; --b) shard->free_blocks.push_back(static_cast<uint32_t>(b - 1));
+    shard->evicted.reserve(hi - lo + 1);
+    shards_.push_back(std::move(shard));
+  }
+}
+
+MemoryTier::~MemoryTier() {
+  if (arena_) munmap(arena_, arena_bytes_);
+}
+
+uint64_t MemoryTier::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
+  Shard& shard = ShardOf(id);
+  std::lock_guard lock(shard.mu);
+  if (!shard.policy->Contains(id)) {
+    shard.misses++;
+    return 0;
+  }
+  uint64_t left = size_[id];
+  uint32_t b = first_block_[id];
+  while (left > 0) {
+    const uint64_t n = std::min(left, block_);
+    std::memcpy(dst, arena_ + b * block_, n);
+    dst += n;
+    left -= n;
+    b = next_block_[b];
+  }
+  shard.policy->OnHit(id, now);
+  shard.hits++;
+  shard.served += size_[id];
+  return size_[id];
+}
+
+void MemoryTier::FreeChain(Shard& shard, uint64_t id) {
+  for (uint32_t b = first_block_[id]; b != kNoBlock;) {
+    const uint32_t next = next_block_[b];
+    shard.free_blocks.push_back(b);
+    b = next;
+  }
+  first_block_[id] = kNoBlock;
+  size_[id] = 0;
+}
+
+void MemoryTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t now) {
+  if (data.empty()) return;
+  Shard& shard = ShardOf(id);
+  std::lock_guard lock(shard.mu);
+  if (shard.policy->Contains(id)) return;
+  const uint64_t blocks = (data.size() + block_ - 1) / block_;
+  shard.evicted.clear();
+  if (!shard.policy->Admit(id, blocks * block_, now, shard.evicted)) return;
+  for (uint64_t v : shard.evicted) FreeChain(shard, v);
+  // The policy's byte accounting equals this shard's blocks, so the blocks are there.
+  uint32_t* link = &first_block_[id];
+  const std::byte* src = data.data();
+  uint64_t left = data.size();
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint32_t b = shard.free_blocks.back();
+    shard.free_blocks.pop_back();
+    *link = b;
+    link = &next_block_[b];
+    const uint64_t n = std::min(left, block_);
+    std::memcpy(arena_ + b * block_, src, n);
+    src += n;
+    left -= n;
+  }
+  *link = kNoBlock;
+  size_[id] = data.size();
+}
+
+TierStats MemoryTier::Stats() const {
+  TierStats s;
+  s.name = "memory";
+  s.policy = policy_name_;
+  s.capacity = capacity_;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    s.hits += shard->hits;
+    s.misses += shard->misses;
+    s.bytes_served += shard->served;
+    s.evictions += shard->policy->evictions();
+    s.bytes_held += shard->policy->used_bytes();
+  }
+  return s;
+}
+
+std::string MemoryTier::Describe() const {
+  return fmt::format("memory {:.1f} MiB {}", static_cast<double>(capacity_) / (1 << 20),
+                     policy_name_);
+}
+
+}  // namespace stallscope
