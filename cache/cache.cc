@@ -33,6 +33,7 @@ Cache::Cache(const Options& o) {
       d.read_depth = o.io_depth;
       d.quiet = o.quiet;
       d.key = key;
+      d.clear = t.clear;
       tiers_.push_back(std::make_unique<DiskTier>(d));
     } else {
       throw CacheError(fmt::format("{}.kind: unknown tier kind '{}' (memory | disk)", key, t.kind));
@@ -41,6 +42,11 @@ Cache::Cache(const Options& o) {
 }
 
 Cache::~Cache() = default;
+
+void CheckTier(const TierOptions& t, const std::string& key) {
+  if (t.capacity == 0) throw CacheError(key + ".capacity: must be a positive size");
+  if (t.kind == "disk") DiskTier::CheckPath(t.path, t.capacity, key);
+}
 
 Cache::Found Cache::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
   for (size_t i = 0; i < tiers_.size(); ++i) {

@@ -37,7 +37,13 @@ struct TierOptions {
   std::string path;             // disk only: a directory on a local disk
   uint64_t capacity = 0;        // bytes; a hard bound
   std::string policy = "fill-once";
+  bool clear = false;  // disk only: start empty, removing what earlier runs left
 };
+
+// Checks a tier's options without building it (nothing is read or kept): a disk tier's path
+// must be, or become, a writable directory, and its capacity must fit in the free space plus
+// what the cache already holds there. Throws CacheError naming `key`.
+void CheckTier(const TierOptions& tier, const std::string& key);
 
 struct TierStats {
   std::string name;  // "memory", "disk"

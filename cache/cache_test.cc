@@ -205,7 +205,7 @@ TEST_F(DiskTierTest, EntriesSurviveARestartAndServeEveryByte) {
     DiskTier tier(Options(n, 8 << 20));
     for (uint64_t id = 0; id < n; ++id) {
       tier.Admit(id, Bytes(id, SizeOf(id)), id);
-      if (id % 16 == 15) tier.Flush();  // let the 16 write buffers drain
+      if (id % 16 == 15) tier.Flush();  // never more writes in flight than buffers
     }
     tier.Flush();
     EXPECT_EQ(tier.Stats().write_drops, 0u);

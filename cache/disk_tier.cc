@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -209,28 +210,52 @@ class DiskTier::Writer {
   std::thread thread_;
 };
 
-DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
-  const std::string& key = o.key;
-  policy_ = EvictionPolicy::Make(o.policy, o.capacity, o.num_ids, o.oracle);
-  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", key, o.policy));
+bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::string& key) {
   std::error_code ec;
-  fs::create_directories(o.path, ec);
-  if (!fs::is_directory(o.path, ec)) {
-    throw CacheError(fmt::format("{}.path: {} is not a directory{}", key, o.path,
+  fs::create_directories(path, ec);
+  if (!fs::is_directory(path, ec)) {
+    throw CacheError(fmt::format("{}.path: {} is not a directory{}", key, path,
                                  ec ? " (" + ec.message() + ")" : ""));
   }
   // Writable? Try it, and learn whether O_DIRECT works here.
-  const std::string probe = o.path + "/tmp-probe";
+  const std::string probe = path + "/tmp-probe-" + std::to_string(getpid());
   int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw CacheError(fmt::format("{}.path: {} is not a writable directory: {}", key, o.path,
+    throw CacheError(fmt::format("{}.path: {} is not a writable directory: {}", key, path,
                                  std::strerror(errno)));
   }
   close(fd);
   fd = open(probe.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  direct_ = fd >= 0;
+  const bool direct = fd >= 0;
   if (fd >= 0) close(fd);
   unlink(probe.c_str());
+  uint64_t held = 0;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.path().filename().string().rfind("e-", 0) == 0) held += RoundUp(e.file_size(ec), kBlock);
+  }
+  struct statvfs vfs;
+  if (statvfs(path.c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (capacity > free_bytes + held) {
+      throw CacheError(fmt::format(
+          "{}.capacity: {} bytes do not fit on {}: {} bytes free (plus {} held by the cache)", key,
+          capacity, path, free_bytes, held));
+    }
+  }
+  return direct;
+}
+
+DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
+  policy_ = EvictionPolicy::Make(o.policy, o.capacity, o.num_ids, o.oracle);
+  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.policy));
+  if (o.clear) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o.path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("e-", 0) == 0 || name.rfind("tmp-", 0) == 0) fs::remove(e.path(), ec);
+    }
+  }
+  direct_ = CheckPath(o.path, o.capacity, o.key);
   if (!direct_ && !o.quiet) {
     std::fprintf(stderr, "notice: %s refuses O_DIRECT; the disk tier reads and writes buffered\n",
                  o.path.c_str());
@@ -244,18 +269,11 @@ DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
   evicted_.reserve(1024);
   ScanDirectory();
 
-  struct statvfs vfs;
-  if (statvfs(o.path.c_str(), &vfs) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (o.capacity > free_bytes + policy_->used_bytes()) {
-      throw CacheError(fmt::format(
-          "{}.capacity: {} bytes do not fit on {}: {} bytes free (plus {} held by the cache)", key,
-          o.capacity, o.path, free_bytes, policy_->used_bytes()));
-    }
-  }
-
   buffer_bytes_ = RoundUp(std::max<uint64_t>(o.max_item_bytes, 1), kBlock);
-  const uint32_t nbuf = std::max<uint32_t>(o.write_buffers, 1);
+  const uint32_t nbuf =
+      o.write_buffers > 0
+          ? o.write_buffers
+          : static_cast<uint32_t>(std::clamp<uint64_t>((256ULL << 20) / buffer_bytes_, 2, 64));
   for (uint32_t i = 0; i < nbuf; ++i) {
     auto* b = static_cast<std::byte*>(std::aligned_alloc(kBlock, buffer_bytes_));
     if (!b) throw CacheError("cannot allocate the disk tier's write buffers");

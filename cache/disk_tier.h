@@ -50,8 +50,9 @@ struct DiskTierOptions {
   const AccessOracle* oracle = nullptr;
   std::string fingerprint;  // of the dataset; a mismatch wipes the entries
   uint32_t read_depth = 64;
-  uint32_t write_buffers = 16;  // writes in flight
+  uint32_t write_buffers = 0;  // writes in flight; 0 = 256 MiB worth, between 2 and 64
   bool quiet = false;
+  bool clear = false;                 // remove every entry at start
   std::string key = "cache.tiers.0";  // for error messages
 };
 
@@ -60,6 +61,10 @@ class DiskTier final : public CacheTier, private FileReadSource, private ReadCal
   // Throws CacheError naming the key: unknown policy, a path that is not a writable
   // directory, a capacity above the free space.
   explicit DiskTier(const DiskTierOptions& options);
+  // The checks of the constructor that need no dataset: creates the directory if missing,
+  // probes that it is writable, and compares `capacity` with the free space plus the bytes
+  // of entries already there. Returns whether O_DIRECT works there. Throws CacheError.
+  static bool CheckPath(const std::string& path, uint64_t capacity, const std::string& key);
   ~DiskTier() override;
 
   bool is_async() const override { return true; }

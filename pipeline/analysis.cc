@@ -76,6 +76,25 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
                     s->name, Noun(s->name), s->capacity.value_or(v.samples_per_second));
     return;
   }
+  // A cache that fills in epoch 0 and then keeps the GPU busy: judge the steady state, not
+  // the average over a cold first epoch and warm later ones.
+  if (in.have_cache && v.epochs.size() > 1 && v.epochs.front().gpu_idle_fraction >= 0.05) {
+    double busy = 0, span = 0;
+    for (size_t e = 1; e < v.epochs.size(); ++e) {
+      span += v.epochs[e].window_seconds;
+      busy += v.epochs[e].window_seconds * (1 - v.epochs[e].gpu_idle_fraction);
+    }
+    const double later_idle = span > 0 ? 1 - busy / span : 1;
+    if (later_idle < 0.05) {
+      v.bottleneck_stage = "gpu";
+      v.bottleneck_text = fmt::format(
+          "compute-bound after epoch 0: later epochs idle {:.1f}%; epoch 0 idled {:.0f}%{} "
+          "({}-stalled)",
+          later_idle * 100, v.epochs.front().gpu_idle_fraction * 100,
+          in.have_cache ? " while the cache filled" : "", most_stalled->name);
+      return;
+    }
+  }
   if (slowest && *slowest->capacity < 0.97 * demand && v.gpu_idle_fraction >= 0.02) {
     v.bottleneck_stage = slowest->name;
     v.bottleneck_text =
@@ -100,25 +119,7 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
                                     Pct(1 - v.gpu_idle_fraction), headroom);
     return;
   }
-  // Idle without a capacity deficit: either a transient (epoch 0 filling a cache) or latency
-  // that the prefetch depth does not hide.
-  if (v.epochs.size() > 1 && v.epochs.front().gpu_idle_fraction >= 0.05) {
-    double busy = 0, span = 0;
-    for (size_t e = 1; e < v.epochs.size(); ++e) {
-      span += v.epochs[e].window_seconds;
-      busy += v.epochs[e].window_seconds * (1 - v.epochs[e].gpu_idle_fraction);
-    }
-    const double later_idle = span > 0 ? 1 - busy / span : 1;
-    if (later_idle < 0.05) {
-      v.bottleneck_stage = "gpu";
-      v.bottleneck_text = fmt::format(
-          "compute-bound after epoch 0: later epochs idle {:.1f}%; epoch 0 idled {:.0f}%{} "
-          "({}-stalled)",
-          later_idle * 100, v.epochs.front().gpu_idle_fraction * 100,
-          in.have_cache ? " while the cache filled" : "", most_stalled->name);
-      return;
-    }
-  }
+  // Idle without a capacity deficit: latency that the prefetch depth does not hide.
   v.bottleneck_stage = most_stalled->name;
   v.bottleneck_text = fmt::format(
       "{}-bound by latency: {} could deliver {} of what the GPU consumes, yet {} of stalls "

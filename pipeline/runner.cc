@@ -23,6 +23,13 @@ void CheckRunnable(const Scenario& s) {
         "simulator issue); `run` measures this host",
         s.file, s.cluster.nodes, s.cluster.gpus_per_node));
   }
+  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    try {
+      CheckTier(s.cache_tiers[i], fmt::format("cache.tiers.{}", i));
+    } catch (const CacheError& e) {
+      throw SetupError(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+    }
+  }
   if (s.gpu.device == "cuda") {
     throw SetupError(fmt::format(
         "{}: gpu.device: cuda is not available in this build (no CUDA device support yet); use "
@@ -87,7 +94,13 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   co.dataset_fingerprint = storage.Fingerprint();
   co.io_depth = s.loader.io_depth;
   co.quiet = hooks.quiet;
-  Cache cache(co);
+  std::unique_ptr<Cache> cache_owner;
+  try {
+    cache_owner = std::make_unique<Cache>(co);
+  } catch (const CacheError& e) {
+    throw SetupError(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+  }
+  Cache& cache = *cache_owner;
   std::unique_ptr<Pipeline> pipeline;
   try {
     pipeline = std::make_unique<Pipeline>(ToPipelineOptions(s), storage, cache, device);

@@ -298,6 +298,7 @@ void ReadCache(Section s, std::vector<TierOptions>& tiers) {
         s.ctx().Fail(list[i], t.Path("capacity"), "every tier needs a capacity");
       }
       o.policy = t.Enum("policy", "fill-once", {"fill-once", "lru", "fifo", "s3-fifo", "belady"});
+      o.clear = t.Bool("clear", false);
       if (o.kind == "disk" && o.path.empty()) {
         s.ctx().Fail(list[i], t.Path("path"), "a disk tier needs a path");
       }

@@ -145,6 +145,29 @@ TEST_F(Cli, BadSetArgument) {
                  "--set 'loader.prefetch=-1': loader.prefetch: must be at least 0");
 }
 
+TEST_F(Cli, DiskTierOnAPathThatIsNotAWritableDirectory) {
+  const std::string s = Write("bad.yaml", kSmall + std::string(R"(
+cache: {tiers: [{kind: disk, path: /proc/version/x, capacity: 1MiB}]}
+)"));
+  ExpectBadInput(Stallscope("run " + s), "cache.tiers.0.path: /proc/version/x is not a directory");
+}
+
+TEST_F(Cli, DiskTierLargerThanTheFreeSpace) {
+  const std::string s =
+      Write("bad.yaml", kSmall + std::string("cache: {tiers: [{kind: disk, path: ") +
+                            (dir_.path() / "c").string() + ", capacity: 900TiB}]}\n");
+  ExpectBadInput(Stallscope("run " + s),
+                 "cache.tiers.0.capacity: 989560464998400 bytes do not fit");
+}
+
+TEST_F(Cli, CacheCapacityAndPolicyAreChecked) {
+  const std::string s = Write("bad.yaml", "cache: {tiers: [{kind: memory, capacity: 0}]}\n");
+  ExpectBadInput(Stallscope("run " + s), "cache.tiers.0.capacity: must be a positive size");
+  const std::string p =
+      Write("bad2.yaml", "cache: {tiers: [{kind: memory, capacity: 1MiB, policy: arc}]}\n");
+  ExpectBadInput(Stallscope("run " + p), "cache.tiers.0.policy: expected one of fill-once | lru");
+}
+
 TEST_F(Cli, MissingDatasetDirectory) {
   const std::string missing = (dir_.path() / "nowhere").string();
   const std::string s =
