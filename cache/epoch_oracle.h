@@ -2,13 +2,16 @@
 // order known in advance (the sampler's seeded shuffle).
 //
 // Access number `now` is epoch * num_ids + position. The next access of id after `now` is
-// its position later in the same epoch, or its position in the next epoch. Inverse
-// permutations are computed on demand and the most recent few are kept.
+// its position later in the same epoch, or its position in the next epoch. Each epoch's
+// inverse permutation is computed once, on first use, and kept: 4 bytes per id per epoch
+// reached (only belady asks).
 //
-// Thread-safety: NextAccess() is safe from any thread (a mutex guards the kept epochs).
+// Thread-safety: NextAccess() is safe from any thread; computed epochs are read without a
+// lock (published through atomic pointers), computing one takes a mutex.
 #ifndef STALLSCOPE_CACHE_EPOCH_ORACLE_H_
 #define STALLSCOPE_CACHE_EPOCH_ORACLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,15 +32,14 @@ class EpochOrderOracle final : public AccessOracle {
 
  private:
   // Position of every id in `epoch`.
-  std::shared_ptr<const std::vector<uint32_t>> Positions(uint64_t epoch) const;
+  const uint32_t* Positions(uint64_t epoch) const;
 
   const uint64_t n_;
   const uint64_t epochs_;
   const OrderFunction order_of_;
-  mutable std::mutex mu_;
-  // Guarded by mu_: the most recently used epochs' positions (a handful suffices, since
-  // accesses move forward).
-  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint32_t>>>> kept_;
+  mutable std::mutex mu_;                                   // serializes computing an epoch
+  mutable std::vector<std::unique_ptr<uint32_t[]>> owned_;  // guarded by mu_
+  mutable std::unique_ptr<std::atomic<const uint32_t*>[]> positions_;  // per epoch, or null
 };
 
 }  // namespace stallscope

@@ -7,29 +7,37 @@ namespace {
 
 // Doubly linked lists of ids threaded through shared prev/next arrays. An id is in at most
 // one list at a time; list k's sentinel is node num_ids + k.
+// Each node also carries the id's size, so a request touches one cache line for its own id.
 class IdLists {
  public:
   IdLists(uint64_t num_ids, int lists)
-      : base_(static_cast<uint32_t>(num_ids)), prev_(num_ids + lists), next_(num_ids + lists) {
-    for (int k = 0; k < lists; ++k) prev_[base_ + k] = next_[base_ + k] = base_ + k;
+      : base_(static_cast<uint32_t>(num_ids)), nodes_(num_ids + lists) {
+    for (int k = 0; k < lists; ++k) nodes_[base_ + k].prev = nodes_[base_ + k].next = base_ + k;
   }
-  bool empty(int k) const { return next_[base_ + k] == base_ + k; }
-  uint32_t back(int k) const { return prev_[base_ + k]; }  // the oldest
+  bool empty(int k) const { return nodes_[base_ + k].next == base_ + k; }
+  uint32_t back(int k) const { return nodes_[base_ + k].prev; }  // the oldest
   void PushFront(int k, uint32_t id) {
-    const uint32_t s = base_ + k, first = next_[s];
-    prev_[id] = s;
-    next_[id] = first;
-    prev_[first] = id;
-    next_[s] = id;
+    const uint32_t s = base_ + k, first = nodes_[s].next;
+    nodes_[id].prev = s;
+    nodes_[id].next = first;
+    nodes_[first].prev = id;
+    nodes_[s].next = id;
   }
   void Remove(uint32_t id) {
-    next_[prev_[id]] = next_[id];
-    prev_[next_[id]] = prev_[id];
+    const Node n = nodes_[id];
+    nodes_[n.prev].next = n.next;
+    nodes_[n.next].prev = n.prev;
   }
+  uint64_t& size(uint64_t id) { return nodes_[id].size; }
+  uint64_t size(uint64_t id) const { return nodes_[id].size; }
 
  private:
+  struct Node {
+    uint32_t prev = 0, next = 0;
+    uint64_t size = 0;  // 0 = not resident
+  };
   const uint32_t base_;
-  std::vector<uint32_t> prev_, next_;
+  std::vector<Node> nodes_;
 };
 
 class FillOnce final : public EvictionPolicy {
@@ -56,10 +64,9 @@ class FillOnce final : public EvictionPolicy {
 // FIFO and LRU differ only in what a hit does.
 class Queue final : public EvictionPolicy {
  public:
-  Queue(uint64_t cap, uint64_t n, bool lru)
-      : EvictionPolicy(cap), lru_(lru), lists_(n, 1), size_(n, 0) {}
+  Queue(uint64_t cap, uint64_t n, bool lru) : EvictionPolicy(cap), lru_(lru), lists_(n, 1) {}
   const char* name() const override { return lru_ ? "lru" : "fifo"; }
-  bool Contains(uint64_t id) const override { return size_[id] != 0; }
+  bool Contains(uint64_t id) const override { return lists_.size(id) != 0; }
   void OnHit(uint64_t id, uint64_t) override {
     if (!lru_) return;
     lists_.Remove(static_cast<uint32_t>(id));
@@ -74,21 +81,20 @@ class Queue final : public EvictionPolicy {
       ++evictions_;
     }
     lists_.PushFront(0, static_cast<uint32_t>(id));
-    size_[id] = bytes;
+    lists_.size(id) = bytes;
     used_ += bytes;
     return true;
   }
   void Remove(uint64_t id) override {
-    if (!size_[id]) return;
+    if (!lists_.size(id)) return;
     lists_.Remove(static_cast<uint32_t>(id));
-    used_ -= size_[id];
-    size_[id] = 0;
+    used_ -= lists_.size(id);
+    lists_.size(id) = 0;
   }
 
  private:
   const bool lru_;
   IdLists lists_;
-  std::vector<uint64_t> size_;  // 0 = not resident
 };
 
 class S3Fifo final : public EvictionPolicy {
@@ -201,9 +207,11 @@ class Belady final : public EvictionPolicy {
     while (used_ - freed + bytes > capacity_) {
       const uint64_t victim = PopFarthest();
       if (next_[victim] <= next) {
-        for (uint64_t c : candidates_) heap_.push_back({next_[c], c});
-        heap_.push_back({next_[victim], victim});
-        std::make_heap(heap_.begin(), heap_.end());
+        candidates_.push_back(victim);
+        for (uint64_t c : candidates_) {
+          heap_.push_back({next_[c], c});
+          std::push_heap(heap_.begin(), heap_.end());
+        }
         return false;
       }
       candidates_.push_back(victim);

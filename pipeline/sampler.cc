@@ -35,7 +35,10 @@ struct SplitMix64 {
 void Sampler::Order(uint64_t epoch, std::vector<uint64_t>& out) const {
   out.resize(n_);
   std::iota(out.begin(), out.end(), 0);
-  SplitMix64 rng{seed_ * 0x2545f4914f6cdd1dULL + epoch * 0x9e3779b97f4a7c15ULL + 1};
+  // Each epoch's stream starts at a hashed point. (Seeds that differ by the generator's own
+  // increment would give shifted copies of one stream, and correlated shuffles.)
+  SplitMix64 mixer{seed_};
+  SplitMix64 rng{SplitMix64{mixer.Next() ^ (epoch * 0xd1342543de82ef95ULL)}.Next()};
   for (uint64_t i = n_; i > 1; --i) std::swap(out[i - 1], out[rng.Below(i)]);
 }
 
