@@ -50,7 +50,7 @@ struct TierStats {
   std::string policy;
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t bytes_served = 0;  // bytes delivered on hits
+  uint64_t bytes_served = 0;  // disk: bytes delivered on hits (the pipeline counts its own)
   uint64_t evictions = 0;
   uint64_t bytes_held = 0;  // bytes the policy holds (block-rounded)
   uint64_t capacity = 0;

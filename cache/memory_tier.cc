@@ -15,11 +15,11 @@ constexpr int kShards = 16;
 
 MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t num_ids,
                        uint64_t max_item_bytes, const AccessOracle* oracle)
-    : capacity_(capacity), policy_name_(policy) {
+    : capacity_(capacity), policy_name_(policy), lock_free_hits_(policy == "fill-once") {
   block_ =
       std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(max_item_bytes / 32, 1)), 256, 65536);
   const uint64_t blocks = capacity / block_;
-  const int shards = policy == "belady" ? 1 : kShards;
+  const int shards = policy == "belady" ? 1 : kShards;  // a power of two: ShardOf masks
   arena_bytes_ = blocks * block_;
   if (arena_bytes_ > 0) {
     void* p = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
@@ -29,7 +29,8 @@ MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t nu
     }
     arena_ = static_cast<std::byte*>(p);
   }
-  first_block_.assign(num_ids, kNoBlock);
+  first_block_ = std::make_unique<std::atomic<uint32_t>[]>(num_ids);
+  for (uint64_t i = 0; i < num_ids; ++i) first_block_[i].store(kNoBlock, std::memory_order_relaxed);
   size_.assign(num_ids, 0);
   next_block_.assign(blocks, kNoBlock);
   for (int s = 0; s < shards; ++s) {
@@ -49,35 +50,48 @@ MemoryTier::~MemoryTier() {
   if (arena_) munmap(arena_, arena_bytes_);
 }
 
-uint64_t MemoryTier::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
-  Shard& shard = ShardOf(id);
-  std::lock_guard lock(shard.mu);
-  if (!shard.policy->Contains(id)) {
-    shard.misses++;
-    return 0;
-  }
-  uint64_t left = size_[id];
-  uint32_t b = first_block_[id];
-  while (left > 0) {
-    const uint64_t n = std::min(left, block_);
+void MemoryTier::CopyOut(uint32_t b, uint64_t size, std::byte* dst) const {
+  while (size > 0) {
+    const uint64_t n = std::min(size, block_);
     std::memcpy(dst, arena_ + b * block_, n);
     dst += n;
-    left -= n;
+    size -= n;
     b = next_block_[b];
   }
+}
+
+uint64_t MemoryTier::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
+  Shard& shard = ShardOf(id);
+  if (lock_free_hits_) {
+    const uint32_t b = first_block_[id].load(std::memory_order_acquire);
+    if (b == kNoBlock) {
+      shard.misses.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    const uint64_t size = size_[id];  // written before the release that published b
+    CopyOut(b, size, dst);
+    shard.hits.fetch_add(1, std::memory_order_relaxed);
+    return size;
+  }
+  std::lock_guard lock(shard.mu);
+  if (!shard.policy->Contains(id)) {
+    shard.misses.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  const uint64_t size = size_[id];
+  CopyOut(first_block_[id].load(std::memory_order_relaxed), size, dst);
   shard.policy->OnHit(id, now);
-  shard.hits++;
-  shard.served += size_[id];
-  return size_[id];
+  shard.hits.fetch_add(1, std::memory_order_relaxed);
+  return size;
 }
 
 void MemoryTier::FreeChain(Shard& shard, uint64_t id) {
-  for (uint32_t b = first_block_[id]; b != kNoBlock;) {
+  for (uint32_t b = first_block_[id].load(std::memory_order_relaxed); b != kNoBlock;) {
     const uint32_t next = next_block_[b];
     shard.free_blocks.push_back(b);
     b = next;
   }
-  first_block_[id] = kNoBlock;
+  first_block_[id].store(kNoBlock, std::memory_order_relaxed);
   size_[id] = 0;
 }
 
@@ -91,7 +105,8 @@ void MemoryTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t no
   if (!shard.policy->Admit(id, blocks * block_, now, shard.evicted)) return;
   for (uint64_t v : shard.evicted) FreeChain(shard, v);
   // The policy's byte accounting equals this shard's blocks, so the blocks are there.
-  uint32_t* link = &first_block_[id];
+  uint32_t head = kNoBlock;
+  uint32_t* link = &head;
   const std::byte* src = data.data();
   uint64_t left = data.size();
   for (uint64_t i = 0; i < blocks; ++i) {
@@ -106,6 +121,7 @@ void MemoryTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t no
   }
   *link = kNoBlock;
   size_[id] = data.size();
+  first_block_[id].store(head, std::memory_order_release);  // publish: bytes are in place
 }
 
 TierStats MemoryTier::Stats() const {
@@ -115,9 +131,8 @@ TierStats MemoryTier::Stats() const {
   s.capacity = capacity_;
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
-    s.hits += shard->hits;
-    s.misses += shard->misses;
-    s.bytes_served += shard->served;
+    s.hits += shard->hits.load(std::memory_order_relaxed);
+    s.misses += shard->misses.load(std::memory_order_relaxed);
     s.evictions += shard->policy->evictions();
     s.bytes_held += shard->policy->used_bytes();
   }

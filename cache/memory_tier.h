@@ -6,12 +6,15 @@
 // largest power of two at most 1/32 of the largest sample (256 B .. 64 KiB), so rounding
 // wastes under 3% of the capacity. Ids are spread over 16 shards (one for belady, whose
 // decisions are global), each with its own lock, policy, block free list and counters, so
-// concurrent lookups of different shards never contend.
+// concurrent lookups of different shards never contend. With fill-once nothing is ever
+// evicted, so a hit needs no lock at all: an entry is published (release) only after its
+// bytes are in place, and its blocks are never reused.
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef STALLSCOPE_CACHE_MEMORY_TIER_H_
 #define STALLSCOPE_CACHE_MEMORY_TIER_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -40,16 +43,19 @@ class MemoryTier final : public CacheTier {
     std::unique_ptr<EvictionPolicy> policy;
     std::vector<uint32_t> free_blocks;
     std::vector<uint64_t> evicted;  // scratch, reserved
-    uint64_t hits = 0, misses = 0, served = 0;
+    // Relaxed atomics: bumped under mu, or without it on the fill-once hit path.
+    std::atomic<uint64_t> hits{0}, misses{0};
   };
   static constexpr uint32_t kNoBlock = ~0u;
 
-  Shard& ShardOf(uint64_t id) { return *shards_[id % shards_.size()]; }
+  Shard& ShardOf(uint64_t id) { return *shards_[id & (shards_.size() - 1)]; }
   void FreeChain(Shard& shard, uint64_t id);
+  void CopyOut(uint32_t first_block, uint64_t size, std::byte* dst) const;
 
   // Constant after construction.
   const uint64_t capacity_;
   const std::string policy_name_;
+  const bool lock_free_hits_;  // fill-once: entries are never evicted
   uint64_t block_ = 0;
   std::byte* arena_ = nullptr;
   uint64_t arena_bytes_ = 0;
@@ -57,7 +63,7 @@ class MemoryTier final : public CacheTier {
 
   // Per id / per block; an id's entries are guarded by its shard's mutex, and so are the
   // blocks on that shard's free list and chains.
-  std::vector<uint32_t> first_block_;
+  std::unique_ptr<std::atomic<uint32_t>[]> first_block_;
   std::vector<uint64_t> size_;
   std::vector<uint32_t> next_block_;
 };

@@ -160,12 +160,29 @@ class UringFileReader::IoThread {
     io_uring_sqe_set_data64(sqe, kPollTag);
   }
 
+  // Frees the slot; the callback runs later (RunUring: after the ring is refilled).
   void Finish(uint32_t slot_index, int64_t result) {
     Slot& s = slots_[slot_index];
     if (s.fd >= 0) close(s.fd);
     s.fd = -1;
     free_slots_.push_back(slot_index);
-    Complete(s.item, result);
+    finished_.emplace_back(s.item, result);
+  }
+
+  void RunCallbacks() {
+    for (const auto& [item, result] : finished_) Complete(item, result);
+    finished_.clear();
+  }
+
+  // Starts as many queued reads as there are free slots; returns how many started.
+  uint32_t Refill() {
+    uint32_t started = 0;
+    while (!free_slots_.empty() && !local_.empty()) {
+      const Item it = local_.front();
+      local_.pop_front();
+      started += StartRead(it);
+    }
+    return started;
   }
 
   // Handles one completion of a file's open or read; returns true when the file is done.
@@ -210,11 +227,8 @@ class UringFileReader::IoThread {
     uint32_t inflight = 0;
     while (true) {
       if (!TakeIncoming() && inflight == 0) break;
-      while (!free_slots_.empty() && !local_.empty()) {
-        const Item it = local_.front();
-        local_.pop_front();
-        inflight += StartRead(it);
-      }
+      inflight += Refill();
+      RunCallbacks();  // failed opens of the plain-descriptor path land here
       io_uring_cqe* cqe = nullptr;
       const int rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
                                                    : io_uring_wait_cqe(&ring_, &cqe);
@@ -237,7 +251,12 @@ class UringFileReader::IoThread {
       }
       io_uring_cq_advance(&ring_, seen);
       if (rearm) ArmPoll();
+      // Refill the ring before running the callbacks, so the device stays busy while they
+      // work (a cache tier verifies a checksum in its callback).
+      TakeIncoming();
+      inflight += Refill();
       if (rearm || io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+      RunCallbacks();
     }
   }
 
@@ -296,6 +315,7 @@ class UringFileReader::IoThread {
 
   // I/O thread only.
   std::deque<Item> local_;
+  std::vector<std::pair<Item, int64_t>> finished_;  // completions whose callbacks are due
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
 

@@ -37,9 +37,9 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void BenchLookups(uint64_t entry_bytes) {
+void BenchLookups(uint64_t entry_bytes, const std::string& policy) {
   const uint64_t n = 100000;
-  MemoryTier tier(n * entry_bytes * 2, "lru", n, entry_bytes, nullptr);
+  MemoryTier tier(n * entry_bytes * 2, policy, n, entry_bytes, nullptr);
   std::vector<std::byte> data(entry_bytes, std::byte{1}), dst(entry_bytes);
   for (uint64_t id = 0; id < n; ++id) tier.Admit(id, data, id);
   const Sampler sampler(n, 1);
@@ -53,8 +53,9 @@ void BenchLookups(uint64_t entry_bytes) {
     const double rate = static_cast<double>(hits) / Since(t0);
     best = std::max(best, rate);
   }
-  std::printf("1. RAM-tier lookups, %5llu B entries, 1 thread   %12.0f lookups/s  (%.1f GB/s)\n",
-              static_cast<unsigned long long>(entry_bytes), best, best * entry_bytes / 1e9);
+  std::printf("1. RAM-tier lookups, %-9s %5llu B entries, 1 thread %12.0f lookups/s (%.1f GB/s)\n",
+              policy.c_str(), static_cast<unsigned long long>(entry_bytes), best,
+              best * entry_bytes / 1e9);
 }
 
 void BenchReplay(uint64_t n, uint64_t epochs) {
@@ -192,8 +193,10 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "/tmp/stallscope-bench-cache";
   const std::string only = argc > 2 ? argv[2] : "";
   if (only.empty() || only == "lookups") {
-    stallscope::BenchLookups(64);
-    stallscope::BenchLookups(4096);
+    for (const char* policy : {"fill-once", "lru"}) {
+      stallscope::BenchLookups(64, policy);
+      stallscope::BenchLookups(4096, policy);
+    }
   }
   if (only.empty() || only == "replay") {
     stallscope::BenchReplay(100000, 4);
