@@ -269,6 +269,15 @@ TEST_F(DiskTierTest, ACorruptedEntryIsDetectedDroppedAndNeverServed) {
   EXPECT_EQ(ReadAll(tier, n).second, 0);
 }
 
+TEST_F(DiskTierTest, InterruptedWritesAreDeletedAtStart) {
+  std::filesystem::create_directories(dir_);
+  const auto tmp = dir_ / "tmp-5-1234-0";
+  std::ofstream(tmp) << "half an entry";
+  DiskTier tier(Options(10, 1 << 20));
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+  EXPECT_EQ(tier.entries_at_start(), 0u);
+}
+
 TEST_F(DiskTierTest, AnotherDatasetsEntriesAreWiped) {
   {
     DiskTier tier(Options(5, 1 << 20, "dataset-A"));
@@ -302,9 +311,9 @@ TEST_F(DiskTierTest, KilledMidWriteNeverYieldsAWrongByte) {
     const auto [good, wrong] = ReadAll(tier, n);
     EXPECT_EQ(wrong, 0) << "round " << round;
     total_good += good;
-    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
-      EXPECT_NE(e.path().filename().string().rfind("tmp-", 0), 0u) << "tmp file left";
-    }
+    // (No check for leftover tmp- files here: the kernel tears a killed process's ring down
+    // asynchronously, so a chain may still create one after waitpid. The next start deletes
+    // them; see InterruptedWritesAreDeletedAtStart.)
   }
   EXPECT_GT(total_good, 0);  // the child did get entries to disk
 }

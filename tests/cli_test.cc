@@ -152,6 +152,22 @@ cache: {tiers: [{kind: disk, path: /proc/version/x, capacity: 1MiB}]}
   ExpectBadInput(Stallscope("run " + s), "cache.tiers.0.path: /proc/version/x is not a directory");
 }
 
+TEST_F(Cli, DiskTierInAReadOnlyDirectory) {
+  const auto ro = dir_.path() / "read-only";
+  std::filesystem::create_directories(ro);
+  std::filesystem::permissions(
+      ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  const std::string s =
+      Write("bad.yaml", kSmall + std::string("cache: {tiers: [{kind: disk, path: ") + ro.string() +
+                            ", capacity: 1MiB}]}\n");
+  // Root writes anywhere; drop the capabilities that let it.
+  const std::string prefix =
+      geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+  ExpectBadInput(Stallscope("run " + s, prefix),
+                 "cache.tiers.0.path: " + ro.string() + " is not a writable directory");
+  std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
+}
+
 TEST_F(Cli, DiskTierLargerThanTheFreeSpace) {
   const std::string s =
       Write("bad.yaml", kSmall + std::string("cache: {tiers: [{kind: disk, path: ") +
