@@ -23,6 +23,13 @@ uint64_t Tag(int slot, uint32_t i, int tier) {
 int TierOf(uint64_t tag) { return static_cast<int>((tag >> kTierShift) & 0xf) - 1; }
 int SlotOf(uint64_t tag) { return static_cast<int>((tag >> 32) & 0xffffff); }
 
+// A small id per thread that completes reads, for the trace's per-thread tracks.
+int ThreadIndex() {
+  static std::atomic<int> next{0};
+  thread_local const int index = next.fetch_add(1);
+  return index;
+}
+
 struct FreeDeleter {
   void operator()(std::byte* p) const { std::free(p); }
 };
@@ -51,6 +58,7 @@ struct Pipeline::Slot {
   std::vector<uint8_t> attempts;
   std::vector<uint8_t> skipped;
   std::vector<uint64_t> access;       // each sample's position in the run's access sequence
+  std::vector<ReadSpan> spans;        // with trace: each sample's read
   std::vector<ReadRequest> requests;  // this batch's storage reads
   std::vector<ReadRequest> tier_requests[kMaxCacheTiers];  // reads of asynchronous tiers
   std::atomic<uint32_t> reads_pending{0};
@@ -105,6 +113,7 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     slot->attempts.resize(batch);
     slot->skipped.resize(batch);
     slot->access.resize(batch);
+    if (options.trace) slot->spans.resize(batch);
     slot->requests.reserve(batch);
     for (auto& r : slot->tier_requests) r.reserve(batch);
     slots_.push_back(std::move(slot));
@@ -141,6 +150,12 @@ RunRecord Pipeline::Run() {
   free_slots_.clear();
   for (int s = static_cast<int>(slots_.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
   worker_busy_.assign(std::max<uint32_t>(options_.workers, 1), 0.0);
+  if (options_.trace) {
+    read_spans_.assign(total_batches_ * options_.batch_size, ReadSpan{});
+    chunk_spans_.assign(worker_busy_.size(), {});
+    for (auto& c : chunk_spans_)
+      c.reserve(total_batches_ * chunks_per_batch_ / worker_busy_.size() + 16);
+  }
   if (options_.preprocess_cost > 0) CpuBurner::Get();  // calibrate before the clock starts
 
   RunRecord rec;
@@ -208,6 +223,9 @@ RunRecord Pipeline::Run() {
   rec.end = MonotonicSeconds();
   rec.batches = std::move(records_);
   rec.preprocess_stage = preprocess_stage_;
+  rec.batch_size = options_.batch_size;
+  rec.reads = std::move(read_spans_);
+  for (auto& c : chunk_spans_) rec.chunks.insert(rec.chunks.end(), c.begin(), c.end());
   for (double w : worker_busy_) rec.worker_busy_seconds += w;
   rec.samples_verified = verified_;
   rec.integrity_errors = integrity_errors_;
@@ -288,7 +306,12 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
     slot.skipped[i] = 0;
     slot.access[i] = epoch * order.size() + first + i;
     std::byte* dst = slot.raw_at(i, raw_stride_);
+    const double lookup_start = options_.trace ? MonotonicSeconds() : 0;
     const Cache::Found found = cache_.Lookup(id, dst, slot.access[i]);
+    if (options_.trace) {
+      slot.spans[i] = {lookup_start, 0, id, found.tier, ThreadIndex()};
+      if (found.tier >= 0 && !found.async) slot.spans[i].end = MonotonicSeconds();
+    }
     const size_t reached = found.tier >= 0 ? found.tier + 1 : tiers;
     for (size_t t = 0; t < reached; ++t) r.cache_lookups[t]++;
     if (found.tier < 0) {
@@ -323,6 +346,11 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
   const int tier = TierOf(request.tag);
   const uint64_t bytes = slot.bytes[i];
   const bool ok = result >= 0 && static_cast<uint64_t>(result) == bytes;
+  if (options_.trace && ok) {
+    slot.spans[i].end = MonotonicSeconds();
+    slot.spans[i].tier = tier;
+    slot.spans[i].thread = ThreadIndex();
+  }
   if (tier >= 0) {
     if (ok) {
       slot.async_hits[tier].fetch_add(1, std::memory_order_relaxed);
@@ -332,6 +360,7 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
       // A bad or vanished cache entry: the tier dropped it; read the sample from storage.
       ReadRequest again = request;
       again.tag = Tag(slot.index, i, -1);
+      if (options_.trace) slot.spans[i] = {MonotonicSeconds(), 0, request.sample, -1, 0};
       records_[slot.batch].storage_reads++;
       storage_.Submit({&again, 1}, this);
       return;
@@ -371,6 +400,10 @@ void Pipeline::FetchDone(Slot& slot) {
     r.cache_bytes[t] += slot.async_bytes[t].load(std::memory_order_relaxed);
   }
   for (uint32_t i = 0; i < slot.count; ++i) r.skipped += slot.skipped[i];
+  if (options_.trace) {
+    std::copy(slot.spans.begin(), slot.spans.begin() + slot.count,
+              read_spans_.begin() + slot.batch * options_.batch_size);
+  }
   if (!preprocess_stage_) {
     r.preprocess_done = r.fetch_done;
     MarkReady(slot);
@@ -438,6 +471,7 @@ void Pipeline::WorkerLoop(int worker) {
     if (bad) integrity_errors_.fetch_add(bad, std::memory_order_relaxed);
     const double t1 = MonotonicSeconds();
     busy += t1 - t0;
+    if (options_.trace) chunk_spans_[worker].push_back({t0, t1, slot->batch, worker, end - begin});
     if (slot->chunks_done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_per_batch_) {
       records_[slot->batch].preprocess_done = t1;
       MarkReady(*slot);

@@ -52,6 +52,7 @@ struct PipelineOptions {
   bool verify = true;
   std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
+  bool trace = false;  // record every read and preprocessing chunk (for --trace)
 };
 
 // One step's batch, from its first read to the end of its training step.
@@ -69,6 +70,23 @@ struct BatchRecord {
   double step_start = 0, step_end = 0, step_busy = 0;
 };
 
+// With PipelineOptions::trace: one sample's read, from submission (or the cache lookup) to
+// completion, and the thread that completed it.
+struct ReadSpan {
+  double start = 0, end = 0;  // end 0: no read recorded (a skipped sample)
+  uint64_t sample = 0;
+  int tier = -1;   // cache tier that served it; -1 = storage
+  int thread = 0;  // a small per-process id of the completing thread
+};
+
+// With PipelineOptions::trace: one preprocessing chunk on one worker.
+struct ChunkSpan {
+  double start = 0, end = 0;
+  uint64_t batch = 0;
+  int worker = 0;
+  uint32_t samples = 0;
+};
+
 struct RunRecord {
   std::string device;
   std::vector<BatchRecord> batches;
@@ -80,6 +98,10 @@ struct RunRecord {
   uint64_t integrity_errors = 0;
   uint64_t read_errors = 0;  // failed attempts, including those retried
   std::vector<uint64_t> skipped_samples;
+  std::vector<ReadSpan> reads;    // with trace: batch b's at [b * batch_size, ...)
+  std::vector<ChunkSpan> chunks;  // with trace
+  uint32_t batch_size = 0;
+  uint32_t warmup_steps = 0;
   std::vector<TierStats> cache;
   // Each tier's eviction count when each epoch's first batch started, and at the end.
   std::vector<std::vector<uint64_t>> tier_evictions;
@@ -159,7 +181,9 @@ class Pipeline final : private ReadCallback {
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> reads_outstanding_{0};
   std::atomic<uint64_t> verified_{0}, integrity_errors_{0}, read_errors_{0};
-  std::vector<double> worker_busy_;                    // per worker, written by that worker
+  std::vector<double> worker_busy_;   // per worker, written by that worker
+  std::vector<ReadSpan> read_spans_;  // with trace; batch b's slice written by its fetch
+  std::vector<std::vector<ChunkSpan>> chunk_spans_;    // with trace; per worker
   std::vector<uint64_t> skipped_;                      // guarded by mu_
   std::vector<std::vector<uint64_t>> tier_evictions_;  // fetcher thread, then Run()
   LiveCounters live_;

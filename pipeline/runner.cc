@@ -103,7 +103,9 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   Cache& cache = *cache_owner;
   std::unique_ptr<Pipeline> pipeline;
   try {
-    pipeline = std::make_unique<Pipeline>(ToPipelineOptions(s), storage, cache, device);
+    PipelineOptions po = ToPipelineOptions(s);
+    po.trace = hooks.trace;
+    pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
   } catch (const std::invalid_argument& e) {
     throw SetupError(s.file + ": " + e.what());
   }
@@ -114,8 +116,14 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
         s.file, pipeline->total_steps(), s.run.warmup_steps));
   }
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
-  const RunRecord record = pipeline->Run();
+  RunRecord record = pipeline->Run();
+  record.warmup_steps = s.run.warmup_steps;
   if (hooks.on_finish) hooks.on_finish();
+  if (hooks.on_record) {
+    std::vector<std::string> tier_names;
+    for (const TierOptions& t : s.cache_tiers) tier_names.push_back(t.kind);
+    hooks.on_record(record, tier_names);
+  }
   if (record.failed) throw RunError(s.variant + ": " + record.error);
   AnalysisInputs in;
   in.warmup_steps = s.run.warmup_steps;

@@ -36,6 +36,10 @@ struct RunHooks {
   std::function<void(const Scenario&, const Storage&, const Cache&, const Pipeline&)> on_start;
   // Called when the run is over, before analysis.
   std::function<void()> on_finish;
+  // Record every read and preprocessing chunk, and hand the run's record to on_record
+  // (for --trace).
+  bool trace = false;
+  std::function<void(const RunRecord&, const std::vector<std::string>& tier_names)> on_record;
 };
 
 // Throws SetupError for scenario features this build does not run yet.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/test_util.h"
@@ -100,6 +101,56 @@ TEST_F(Cli, RunPrintsTheTableAndWritesTheResultDocument) {
   EXPECT_EQ(v["samples_delivered"], 256);
   EXPECT_EQ(v["bytes_read"]["storage"], 256 * 4096);
   EXPECT_TRUE(v["bottleneck"]["capacity_samples_per_second"].contains("gpu"));
+}
+
+TEST_F(Cli, TraceIsTraceEventJsonWhoseStepsAndStallsFillTheWindow) {
+  const std::string s = Write("trace.yaml", std::string(kSmall) + R"(
+cache: {tiers: [{kind: memory, capacity: 512KiB}]}
+)");
+  const std::string json = (dir_.path() / "r.json").string();
+  const std::string trace = (dir_.path() / "t.json").string();
+  const Result r =
+      Stallscope("run " + s + " --quiet --set run.epochs=2 --json " + json + " --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream rin(json), tin(trace);
+  const nlohmann::json result = nlohmann::json::parse(rin);
+  const nlohmann::json doc = nlohmann::json::parse(tin);  // throws if it is not JSON
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  const auto& events = doc["traceEvents"];
+  for (size_t v = 0; v < result["variants"].size(); ++v) {
+    const int pid = static_cast<int>(v) + 1;
+    std::vector<std::pair<double, double>> steps;
+    double stall_us = 0;
+    size_t reads = 0, chunks = 0;
+    std::set<std::string> tracks, tiers;
+    for (const auto& e : events) {
+      if (e["pid"] != pid) continue;
+      if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"]);
+      if (e["ph"] != "X") continue;
+      ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid") && e.contains("name"));
+      if (e["cat"] == "step") steps.emplace_back(e["ts"], e["dur"]);
+      if (e["cat"] == "stall") stall_us += e["dur"].get<double>();
+      if (e["cat"] == "read") {
+        ++reads;
+        tiers.insert(e["args"]["tier"]);
+      }
+      if (e["cat"] == "preprocess") ++chunks;
+    }
+    const auto& variant = result["variants"][v];
+    // The window starts at step warmup_steps (1): its steps plus the stalls between them.
+    std::sort(steps.begin(), steps.end());
+    double busy_us = 0;
+    for (size_t k = 1; k < steps.size(); ++k) busy_us += steps[k].second;
+    const double window = variant["window_seconds"];
+    EXPECT_NEAR((busy_us + stall_us) / 1e6, window, 0.01 * window) << variant["name"];
+    EXPECT_EQ(steps.size(), variant["steps"]);
+    EXPECT_EQ(reads, variant["samples_delivered"].get<size_t>());  // one read per sample
+    EXPECT_GT(chunks, 0u);
+    EXPECT_TRUE(tracks.count("compute stream") && tracks.count("copy stream") &&
+                tracks.count("worker 0"))
+        << variant["name"];
+    EXPECT_TRUE(tiers.count("storage") && tiers.count("memory")) << variant["name"];
+  }
 }
 
 TEST_F(Cli, VariantAndSetSelectWhatRuns) {

@@ -21,6 +21,7 @@
 #include "pipeline/report.h"
 #include "pipeline/runner.h"
 #include "pipeline/scenario.h"
+#include "pipeline/trace.h"
 #include "pipeline/units.h"
 #include "storage/generate.h"
 #include "storage/storage.h"
@@ -88,7 +89,8 @@ std::vector<Override> ParseSets(const std::vector<std::string>& sets) {
 }
 
 int Run(const std::string& path, std::vector<std::string> variants,
-        const std::vector<std::string>& sets, const std::string& json_path, bool quiet) {
+        const std::vector<std::string>& sets, const std::string& json_path,
+        const std::string& trace_path, bool quiet) {
   const ScenarioFile file = ScenarioFile::Load(path);
   const std::vector<Override> overrides = ParseSets(sets);
   if (variants.empty()) variants = file.variant_names();
@@ -98,11 +100,16 @@ int Run(const std::string& path, std::vector<std::string> variants,
     scenarios.push_back(file.Resolve(v, overrides));
     CheckRunnable(scenarios.back());
   }
-  std::ofstream json_out;
+  std::ofstream json_out, trace_out;
   if (!json_path.empty()) {
     json_out.open(json_path);
     if (!json_out) throw SetupError(json_path + ": cannot write the --json file");
   }
+  if (!trace_path.empty()) {
+    trace_out.open(trace_path);
+    if (!trace_out) throw SetupError(trace_path + ": cannot write the --trace file");
+  }
+  nlohmann::json trace_events = nlohmann::json::array();
   // Open every real dataset before anything runs: a bad directory is bad input (exit 2).
   std::vector<std::unique_ptr<Storage>> storages(scenarios.size());
   for (size_t i = 0; i < scenarios.size(); ++i) {
@@ -141,12 +148,23 @@ int Run(const std::string& path, std::vector<std::string> variants,
       progress.Start(sc.variant, p, sc.run.epochs);
     };
     hooks.on_finish = [&] { progress.Stop(); };
+    if (trace_out.is_open()) {
+      hooks.trace = true;
+      hooks.on_record = [&, pid = static_cast<int>(i) + 1](const RunRecord& record,
+                                                           const std::vector<std::string>& tiers) {
+        AppendTraceEvents(trace_events, record, s.variant, pid, tiers);
+      };
+    }
     results.push_back(RunVariant(s, *storage, *device, hooks));
   }
   std::cout << "\n" << FormatTable(results) << std::flush;
   if (json_out.is_open()) {
     json_out << ResultDocument(scenarios[0].name, "run", results).dump(2) << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s\n", json_path.c_str());
+  }
+  if (trace_out.is_open()) {
+    trace_out << TraceDocument(std::move(trace_events)).dump() << "\n";
+    if (!quiet) std::fprintf(stderr, "wrote %s (open it in ui.perfetto.dev)\n", trace_path.c_str());
   }
   return 0;
 }
@@ -237,6 +255,10 @@ int Main(int argc, char** argv) {
                   "Override a key: KEY=VALUE, VALUE read as YAML (repeatable), e.g. "
                   "--set loader.prefetch=8 --set 'cache.tiers=[]'");
   run->add_option("--json", json_path, "Write the result document (DESIGN.md) to this file");
+  std::string trace_path;
+  run->add_option("--trace", trace_path,
+                  "Write a Chrome trace-event timeline (reads, preprocessing, copies, steps, "
+                  "stalls) that ui.perfetto.dev opens");
   run->add_flag("--quiet", quiet, "No banner and no progress line");
 
   std::string validate_path;
@@ -269,7 +291,7 @@ int Main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return Run(scenario_path, variants, sets, json_path, quiet);
+    if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, quiet);
     if (*validate) return Validate(validate_path);
     if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
   } catch (const RunError& e) {
