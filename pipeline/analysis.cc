@@ -132,6 +132,16 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
 
 }  // namespace
 
+StageSeconds SplitStall(double a, const BatchRecord& r) {
+  StageSeconds s;
+  const double z = std::max(a, r.step_start);
+  s.fetch = Overlap(a, z, -1e300, r.fetch_done);
+  s.preprocess = Overlap(a, z, r.fetch_done, r.preprocess_done);
+  s.transfer = Overlap(a, z, r.preprocess_done, r.copy_done);
+  s.other = std::max(0.0, (z - a) - s.fetch - s.preprocess - s.transfer);
+  return s;
+}
+
 VariantResult Analyze(const std::string& name, const RunRecord& run, const AnalysisInputs& in) {
   const auto& b = run.batches;
   const size_t n = b.size();
@@ -157,11 +167,11 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
     v.busy_seconds += b[k].step_busy;
     window_samples += b[k].samples - b[k].skipped;
     if (k == w) continue;
-    const double a = b[k - 1].step_end, z = b[k].step_start;
-    waits.push_back(std::max(0.0, z - a));
-    v.stall.fetch += Overlap(a, z, -1e300, b[k].fetch_done);
-    v.stall.preprocess += Overlap(a, z, b[k].fetch_done, b[k].preprocess_done);
-    v.stall.transfer += Overlap(a, z, b[k].preprocess_done, b[k].copy_done);
+    waits.push_back(std::max(0.0, b[k].step_start - b[k - 1].step_end));
+    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
+    v.stall.fetch += split.fetch;
+    v.stall.preprocess += split.preprocess;
+    v.stall.transfer += split.transfer;
   }
   const double idle_seconds = std::max(0.0, v.window_seconds - v.busy_seconds);
   v.stall.other =

@@ -34,6 +34,11 @@ struct TierEpoch {
   double hit_ratio = 0;
 };
 
+// The gap before a step, from the end of the previous step to this step's start, split along
+// the batch's milestones: fetch (until fetch_done), preprocess (until preprocess_done),
+// transfer (until copy_done), and the rest as other.
+StageSeconds SplitStall(double previous_end, const BatchRecord& r);
+
 struct EpochResult {
   uint32_t epoch = 0;
   std::vector<TierEpoch> tiers;  // in cache.tiers order

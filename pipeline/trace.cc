@@ -1,5 +1,7 @@
 #include "pipeline/trace.h"
 
+#include "pipeline/analysis.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -71,19 +73,18 @@ void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::
          {{"epoch", b[k].epoch}, {"samples", b[k].samples}, {"busy_s", b[k].step_busy}});
     span(kCopyTid, fmt::format("H2D {}", k), "transfer", b[k].copy_start, b[k].copy_done, {});
     if (k <= run.warmup_steps) continue;
-    // The stall before step k, split as the analysis splits it (pipeline/analysis.h).
-    const double a = b[k - 1].step_end, z = std::max(a, b[k].step_start);
-    double cuts[5] = {a, 0, 0, 0, z};
-    cuts[1] = std::clamp(b[k].fetch_done, a, z);
-    cuts[2] = std::clamp(b[k].preprocess_done, cuts[1], z);
-    cuts[3] = std::clamp(b[k].copy_done, cuts[2], z);
+    // The stall before step k, split as the analysis splits it, laid end to end.
+    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
+    const double lengths[] = {split.fetch, split.preprocess, split.transfer, split.other};
     const char* stages[] = {"fetch", "preprocess", "transfer", "other"};
+    double from = b[k - 1].step_end;
     for (int s = 0; s < 4; ++s) {
-      const double from = cuts[s], to = cuts[s + 1];
+      const double to = from + lengths[s];
       if (to > from) {
         span(kComputeTid, std::string("stall: ") + stages[s], "stall", from, to,
              {{"stage", stages[s]}, {"before_step", k}});
       }
+      from = to;
     }
   }
   // Fetch lanes.
