@@ -195,6 +195,20 @@ RunRecord Pipeline::Run() {
       r.step_start = t.start;
       r.step_end = t.end;
       r.step_busy = t.busy;
+      if (options_.observer) {
+        QueueDepths q;
+        {
+          std::lock_guard lock(mu_);
+          q.preprocessing = static_cast<uint32_t>(fetched_.size());
+          const uint32_t in_use = static_cast<uint32_t>(slots_.size() - free_slots_.size());
+          for (uint64_t k = b + 1; k < total_batches_ && slot_of_batch_[k] >= 0; ++k) {
+            if (copied_[k]) continue;
+            if (ready_[k]) q.ready++;
+          }
+          q.fetching = in_use >= q.preprocessing + q.ready ? in_use - q.preprocessing - q.ready : 0;
+        }
+        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps, q);
+      }
       previous_end = t.end;
       if (b == 0) live_.first_step_start = t.start;
       live_.last_step_end = t.end;
@@ -224,6 +238,7 @@ RunRecord Pipeline::Run() {
   rec.batches = std::move(records_);
   rec.preprocess_stage = preprocess_stage_;
   rec.batch_size = options_.batch_size;
+  rec.warmup_steps = options_.warmup_steps;
   rec.reads = std::move(read_spans_);
   for (auto& c : chunk_spans_) rec.chunks.insert(rec.chunks.end(), c.begin(), c.end());
   for (double w : worker_busy_) rec.worker_busy_seconds += w;

@@ -40,6 +40,27 @@ namespace stallscope {
 
 constexpr int kMaxCacheTiers = 4;
 
+struct BatchRecord;
+
+// Batches waiting at each stage, sampled after every step.
+struct QueueDepths {
+  uint32_t fetching = 0;       // slots whose reads are in flight
+  uint32_t preprocessing = 0;  // fetched, waiting for or in the workers
+  uint32_t ready = 0;          // preprocessed, waiting for the copy
+};
+
+// Told about every completed step, on the device thread (live metrics).
+class StepObserver {
+ public:
+  // `previous_end` is when the step before ended (0 for the first step); `in_window` is
+  // false for warm-up steps.
+  virtual void OnStep(const BatchRecord& batch, double previous_end, bool in_window,
+                      const QueueDepths& queues) = 0;
+
+ protected:
+  ~StepObserver() = default;
+};
+
 struct PipelineOptions {
   uint64_t seed = 42;
   uint32_t batch_size = 256;
@@ -53,6 +74,8 @@ struct PipelineOptions {
   std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
   bool trace = false;  // record every read and preprocessing chunk (for --trace)
+  uint32_t warmup_steps = 1;           // steps outside the measured window
+  StepObserver* observer = nullptr;    // borrowed; called after every step
 };
 
 // One step's batch, from its first read to the end of its training step.

@@ -105,6 +105,8 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   try {
     PipelineOptions po = ToPipelineOptions(s);
     po.trace = hooks.trace;
+    po.warmup_steps = s.run.warmup_steps;
+    po.observer = hooks.observer;
     pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
   } catch (const std::invalid_argument& e) {
     throw SetupError(s.file + ": " + e.what());
@@ -117,7 +119,6 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   }
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
   RunRecord record = pipeline->Run();
-  record.warmup_steps = s.run.warmup_steps;
   if (hooks.on_finish) hooks.on_finish();
   if (hooks.on_record) {
     std::vector<std::string> tier_names;

@@ -39,6 +39,8 @@ struct RunHooks {
   // Record every read and preprocessing chunk, and hand the run's record to on_record
   // (for --trace).
   bool trace = false;
+  // Told about every step (live metrics); borrowed.
+  StepObserver* observer = nullptr;
   std::function<void(const RunRecord&, const std::vector<std::string>& tier_names)> on_record;
 };
 

@@ -14,10 +14,13 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cache/cache.h"
 #include "gpu/make_device.h"
+#include "pipeline/metrics.h"
+#include "pipeline/metrics_server.h"
 #include "pipeline/report.h"
 #include "pipeline/runner.h"
 #include "pipeline/scenario.h"
@@ -88,9 +91,15 @@ std::vector<Override> ParseSets(const std::vector<std::string>& sets) {
   return out;
 }
 
+struct ObservabilityOptions {
+  std::string metrics_listen;  // empty: no server
+  std::string linger = "0s";
+  std::string push_gateway;  // empty: no push
+};
+
 int Run(const std::string& path, std::vector<std::string> variants,
         const std::vector<std::string>& sets, const std::string& json_path,
-        const std::string& trace_path, bool quiet) {
+        const std::string& trace_path, const ObservabilityOptions& obs, bool quiet) {
   const ScenarioFile file = ScenarioFile::Load(path);
   const std::vector<Override> overrides = ParseSets(sets);
   if (variants.empty()) variants = file.variant_names();
@@ -110,6 +119,24 @@ int Run(const std::string& path, std::vector<std::string> variants,
     if (!trace_out) throw SetupError(trace_path + ": cannot write the --trace file");
   }
   nlohmann::json trace_events = nlohmann::json::array();
+  const std::optional<double> linger = ParseDuration(obs.linger);
+  if (!linger || *linger < 0) {
+    throw SetupError("--linger " + obs.linger + ": expected a duration such as 30s or 500ms");
+  }
+  if (!obs.push_gateway.empty() && obs.push_gateway.rfind("http://", 0) != 0) {
+    throw SetupError("--push-gateway " + obs.push_gateway + ": expected http://HOST:PORT");
+  }
+  MetricsHub hub;
+  std::unique_ptr<MetricsServer> server;
+  if (!obs.metrics_listen.empty()) {
+    try {
+      server = std::make_unique<MetricsServer>(obs.metrics_listen, [&hub] { return hub.Serialize(); });
+    } catch (const std::invalid_argument& e) {
+      throw SetupError(e.what());
+    }
+    if (!quiet) std::fprintf(stderr, "metrics: http://%s/metrics\n", server->address().c_str());
+  }
+  const bool want_metrics = server || !obs.push_gateway.empty();
   // Open every real dataset before anything runs: a bad directory is bad input (exit 2).
   std::vector<std::unique_ptr<Storage>> storages(scenarios.size());
   for (size_t i = 0; i < scenarios.size(); ++i) {
@@ -148,6 +175,14 @@ int Run(const std::string& path, std::vector<std::string> variants,
       progress.Start(sc.variant, p, sc.run.epochs);
     };
     hooks.on_finish = [&] { progress.Stop(); };
+    std::shared_ptr<VariantMetrics> metrics;
+    if (want_metrics) {
+      std::vector<std::string> tiers;
+      for (const TierOptions& t : s.cache_tiers) tiers.push_back(t.kind);
+      metrics = std::make_shared<VariantMetrics>(s.name, s.variant, tiers);
+      hub.Add(metrics);
+      hooks.observer = metrics.get();
+    }
     if (trace_out.is_open()) {
       hooks.trace = true;
       hooks.on_record = [&, pid = static_cast<int>(i) + 1](const RunRecord& record,
@@ -156,6 +191,17 @@ int Run(const std::string& path, std::vector<std::string> variants,
       };
     }
     results.push_back(RunVariant(s, *storage, *device, hooks));
+    if (metrics && !obs.push_gateway.empty()) {
+      try {
+        const int status = PushToGateway(obs.push_gateway, *metrics);
+        if (status >= 300) {
+          std::fprintf(stderr, "warning: the Pushgateway answered HTTP %d for %s\n", status,
+                       s.variant.c_str());
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "warning: %s\n", e.what());
+      }
+    }
   }
   std::cout << "\n" << FormatTable(results) << std::flush;
   if (json_out.is_open()) {
@@ -165,6 +211,13 @@ int Run(const std::string& path, std::vector<std::string> variants,
   if (trace_out.is_open()) {
     trace_out << TraceDocument(std::move(trace_events)).dump() << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s (open it in ui.perfetto.dev)\n", trace_path.c_str());
+  }
+  if (server && *linger > 0) {
+    if (!quiet) {
+      std::fprintf(stderr, "serving the final metrics at http://%s/metrics for %s\n",
+                   server->address().c_str(), FormatDuration(*linger).c_str());
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(*linger));
   }
   return 0;
 }
@@ -260,6 +313,17 @@ int Main(int argc, char** argv) {
                   "Write a Chrome trace-event timeline (reads, preprocessing, copies, steps, "
                   "stalls) that ui.perfetto.dev opens");
   run->add_flag("--quiet", quiet, "No banner and no progress line");
+  ObservabilityOptions obs;
+  run->add_option("--metrics-listen", obs.metrics_listen,
+                  "Serve live Prometheus metrics at http://ADDR:PORT/metrics while the run goes "
+                  "(a bare PORT means 127.0.0.1:PORT; default: no server)");
+  run->add_option("--linger", obs.linger,
+                  "Keep serving the final metrics this long after the run (e.g. 30s), so a "
+                  "last scrape catches them")
+      ->capture_default_str();
+  run->add_option("--push-gateway", obs.push_gateway,
+                  "Push each variant's final values to this Pushgateway (http://HOST:PORT), "
+                  "job stallscope, grouped by scenario and variant");
 
   std::string validate_path;
   auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
@@ -291,7 +355,7 @@ int Main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, quiet);
+    if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, obs, quiet);
     if (*validate) return Validate(validate_path);
     if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
   } catch (const RunError& e) {
