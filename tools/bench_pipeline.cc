@@ -22,6 +22,7 @@
 
 #include "cache/cache.h"
 #include "gpu/emulated_device.h"
+#include "pipeline/metrics.h"
 #include "pipeline/pipeline.h"
 #include "storage/directory_storage.h"
 #include "storage/generate.h"
@@ -46,8 +47,10 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Samples per second of `epochs` epochs through the real Pipeline.
-double Measure(Storage& storage, const Options& o, const std::string& preprocess) {
+// Samples per second of `epochs` epochs through the real Pipeline; with `observe`, live
+// metrics and the trace recording are on.
+double Measure(Storage& storage, const Options& o, const std::string& preprocess,
+               bool observe = false) {
   std::vector<double> rates;
   for (int r = 0; r < o.repeat; ++r) {
     Cache cache(Cache::Options{.num_samples = storage.num_samples()});
@@ -59,6 +62,11 @@ double Measure(Storage& storage, const Options& o, const std::string& preprocess
     p.preprocess = preprocess;
     p.epochs = o.epochs;
     p.verify = false;
+    VariantMetrics metrics("bench", "observed", {});
+    if (observe) {
+      p.observer = &metrics;
+      p.trace = true;
+    }
     Pipeline pipeline(p, storage, cache, device);
     const RunRecord rec = pipeline.Run();
     if (rec.failed) {
@@ -141,6 +149,18 @@ int Main(int argc, char** argv) {
               dir_rate, dir.uses_io_uring() ? "io_uring" : "pread");
   const double float_rate = Measure(dir, o, "normalize");
   std::printf("%-44s %12.0f samples/s\n", "3. page-cached directory, bytes -> float", float_rate);
+  // Metrics and trace overhead: the same run, alternated with and without, medians.
+  std::vector<double> off, on;
+  for (int r = 0; r < o.repeat; ++r) {
+    Options one = o;
+    one.repeat = 1;
+    off.push_back(Measure(dir, one, "normalize", false));
+    on.push_back(Measure(dir, one, "normalize", true));
+  }
+  const double off_rate = Median(off), on_rate = Median(on);
+  std::printf("%-44s %12.0f samples/s  (%.1f%% of the same run without: overhead %.1f%%)\n",
+              "3b. the same with live metrics + trace on", on_rate, 100 * on_rate / off_rate,
+              100 * (1 - on_rate / off_rate));
   if (o.torch) {
     const double torch_rate = MeasureTorch(o);
     if (torch_rate > 0) {
