@@ -69,10 +69,12 @@ wait_ready "http://127.0.0.1:$pgw_port/-/ready"
   --metrics-listen "127.0.0.1:$scrape_port" --linger 4s \
   --push-gateway "http://127.0.0.1:$pgw_port" >/dev/null
 
-python3 - "$work/result.json" "$prom_port" <<'PY'
+dashboard="$(dirname "$0")/../tools/grafana/stallscope-dashboard.json"
+python3 - "$work/result.json" "$prom_port" "$dashboard" <<'PY'
 import json, sys, time, urllib.parse, urllib.request
 result = json.load(open(sys.argv[1]))
 prom = f"http://127.0.0.1:{sys.argv[2]}"
+dashboard = json.load(open(sys.argv[3]))
 
 def query(q):
     # The last stored sample: once stallscope exits, Prometheus marks its series stale, and a
@@ -98,6 +100,18 @@ for v in result["variants"]:
               and samples == v["samples_delivered"])
         print(f'{"ok  " if ok else "FAIL"} {v["name"]:13s} {job:17s} idle {idle} vs '
               f'{v["gpu_idle_fraction"]:.4f}, samples {samples} vs {v["samples_delivered"]}')
+        failures += not ok
+# Every query of the shipped Grafana dashboard is valid PromQL that finds this run's series.
+for panel in dashboard["panels"]:
+    for target in panel["targets"]:
+        expr = target["expr"].replace("$scenario", ".*").replace("$variant", ".*")
+        url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": time.time() - 3})
+        try:
+            data = json.load(urllib.request.urlopen(url, timeout=5))
+            ok = data["status"] == "success"
+        except Exception as e:  # a 400 for bad PromQL
+            ok, data = False, str(e)
+        print(f'{"ok  " if ok else "FAIL"} dashboard panel "{panel["title"]}"')
         failures += not ok
 # The two variants differ, so this is not one stale series read twice.
 assert abs(result["variants"][0]["gpu_idle_fraction"] - result["variants"][1]["gpu_idle_fraction"]) > 0.2
