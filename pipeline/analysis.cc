@@ -267,6 +267,38 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
       if (e + 1 < ev.size() && t < ev[e].size()) te.evictions = ev[e + 1][t] - ev[e][t];
     }
   }
+  // Timeline: busy time and queue samples per slice of the window.
+  if (v.window_seconds > 0) {
+    // About four steps per slice, so the curve shows the trend rather than each step.
+    const int slices = std::clamp(static_cast<int>((n - w) / 4), 10, kTimelinePoints);
+    const double width = v.window_seconds / slices;
+    std::vector<double> busy(slices, 0), qr(slices, 0), qp(slices, 0), qf(slices, 0);
+    std::vector<int> qn(slices, 0);
+    for (size_t k = w; k < n; ++k) {
+      // The step's busy time, spread over the slices its [start, start + busy) covers.
+      const double s0 = b[k].step_start - window_start, s1 = s0 + b[k].step_busy;
+      for (int i = std::max(0, static_cast<int>(s0 / width)); i < slices && i * width < s1; ++i) {
+        busy[i] += Overlap(s0, s1, i * width, (i + 1) * width);
+      }
+      const int at =
+          std::clamp(static_cast<int>((b[k].step_end - window_start) / width), 0, slices - 1);
+      qr[at] += b[k].queues.ready;
+      qp[at] += b[k].queues.preprocessing;
+      qf[at] += b[k].queues.fetching;
+      qn[at]++;
+    }
+    for (int i = 0; i < slices; ++i) {
+      TimelinePoint p;
+      p.t = (i + 0.5) * width;
+      p.utilization = std::min(1.0, busy[i] / width);
+      if (qn[i]) {
+        p.queue_ready = qr[i] / qn[i];
+        p.queue_preprocessing = qp[i] / qn[i];
+        p.queue_fetching = qf[i] / qn[i];
+      }
+      v.timeline.push_back(p);
+    }
+  }
   Verdict(v, in);
   return v;
 }

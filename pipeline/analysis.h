@@ -57,6 +57,13 @@ struct TierResult {
   uint64_t bytes_held = 0, capacity = 0, write_drops = 0, bad_entries = 0;
 };
 
+// One slice of the measured window (the window is cut into equal slices).
+struct TimelinePoint {
+  double t = 0;            // seconds from the window's start to the slice's middle
+  double utilization = 0;  // busy fraction of the slice
+  double queue_ready = 0, queue_preprocessing = 0, queue_fetching = 0;  // mean batches
+};
+
 struct VariantResult {
   std::string name;
   double gpu_idle_fraction = 0;
@@ -83,8 +90,11 @@ struct VariantResult {
   double step_wait_p50 = 0, step_wait_p99 = 0;
   uint64_t steps = 0;
   std::vector<EpochResult> epochs;
+  std::vector<TimelinePoint> timeline;  // 10 to kTimelinePoints slices of the window
   std::string device;
 };
+
+constexpr int kTimelinePoints = 100;
 
 struct AnalysisInputs {
   uint32_t warmup_steps = 1;

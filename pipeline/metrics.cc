@@ -15,7 +15,8 @@ namespace {
 
 // Step waits from 100 us to ~100 s: what a GPU waits for a batch.
 const prometheus::Histogram::BucketBoundaries kWaitBuckets = {
-    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 100};
+    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,   0.5,    1,     2.5,    5,     10,   30,    100};
 
 }  // namespace
 

@@ -47,8 +47,7 @@ class VariantMetrics final : public StepObserver {
   const std::vector<std::string> tiers_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* idle_ = nullptr;
-  prometheus::Counter *busy_ = nullptr, *window_ = nullptr, *samples_ = nullptr,
-                      *steps_ = nullptr;
+  prometheus::Counter *busy_ = nullptr, *window_ = nullptr, *samples_ = nullptr, *steps_ = nullptr;
   prometheus::Counter* stall_[4] = {};  // fetch, preprocess, transfer, other
   prometheus::Counter* storage_bytes_ = nullptr;
   std::vector<prometheus::Counter*> tier_bytes_, hits_, misses_;

@@ -33,10 +33,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(kMaxRequestBytes);
     parser_->header_limit(kMaxRequestBytes);
     stream_.expires_after(kClientTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -114,8 +113,8 @@ class MetricsServer::Impl {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      throw std::invalid_argument("--metrics-listen " + listen + ": cannot listen: " +
-                                  ec.message());
+      throw std::invalid_argument("--metrics-listen " + listen +
+                                  ": cannot listen: " + ec.message());
     }
     Accept();
     thread_ = std::thread([this] { context_.run(); });

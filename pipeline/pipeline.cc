@@ -195,8 +195,8 @@ RunRecord Pipeline::Run() {
       r.step_start = t.start;
       r.step_end = t.end;
       r.step_busy = t.busy;
-      if (options_.observer) {
-        QueueDepths q;
+      {
+        QueueDepths& q = r.queues;
         {
           std::lock_guard lock(mu_);
           q.preprocessing = static_cast<uint32_t>(fetched_.size());
@@ -207,7 +207,9 @@ RunRecord Pipeline::Run() {
           }
           q.fetching = in_use >= q.preprocessing + q.ready ? in_use - q.preprocessing - q.ready : 0;
         }
-        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps, q);
+        if (options_.observer) {
+          options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps, q);
+        }
       }
       previous_end = t.end;
       if (b == 0) live_.first_step_start = t.start;

@@ -73,9 +73,9 @@ struct PipelineOptions {
   bool verify = true;
   std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
-  bool trace = false;  // record every read and preprocessing chunk (for --trace)
-  uint32_t warmup_steps = 1;           // steps outside the measured window
-  StepObserver* observer = nullptr;    // borrowed; called after every step
+  bool trace = false;                // record every read and preprocessing chunk (for --trace)
+  uint32_t warmup_steps = 1;         // steps outside the measured window
+  StepObserver* observer = nullptr;  // borrowed; called after every step
 };
 
 // One step's batch, from its first read to the end of its training step.
@@ -91,6 +91,7 @@ struct BatchRecord {
   double fetch_start = 0, fetch_done = 0, preprocess_done = 0;
   double copy_start = 0, copy_done = 0, copy_seconds = 0;
   double step_start = 0, step_end = 0, step_busy = 0;
+  QueueDepths queues;  // sampled right after this step
 };
 
 // With PipelineOptions::trace: one sample's read, from submission (or the cache lookup) to

@@ -41,7 +41,16 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                       {"samples_per_second", e.samples_per_second},
                       {"window_seconds", e.window_seconds}});
   }
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const TimelinePoint& p : v.timeline) {
+    timeline.push_back({{"t", p.t},
+                        {"utilization", p.utilization},
+                        {"queue_ready", p.queue_ready},
+                        {"queue_preprocessing", p.queue_preprocessing},
+                        {"queue_fetching", p.queue_fetching}});
+  }
   return {
+      {"timeline", timeline},
       {"name", v.name},
       {"device", v.device},
       {"gpu_idle_fraction", v.gpu_idle_fraction},

@@ -1,13 +1,13 @@
 #include "pipeline/trace.h"
 
-#include "pipeline/analysis.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <queue>
+
+#include "pipeline/analysis.h"
 
 namespace stallscope {
 namespace {

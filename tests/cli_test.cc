@@ -153,6 +153,35 @@ cache: {tiers: [{kind: memory, capacity: 512KiB}]}
   }
 }
 
+TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
+  const std::string s = Write("small.yaml", kSmall);
+  const std::string json = (dir_.path() / "r.json").string();
+  ASSERT_EQ(Stallscope("run " + s + " --quiet --json " + json).code, 0);
+  const std::string html = (dir_.path() / "report.html").string();
+  const Result r = Stallscope("report " + json + " -o " + html + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), {});
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = page.find(needle); at != std::string::npos; at = page.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg class=\"chart\""), 4u);            // utilization, stalls, hit ratio, queues
+  EXPECT_GE(count("<path class=\"series\""), 6u);          // 2 variants x 3 line charts
+  EXPECT_NE(page.find("fetch-bound"), std::string::npos);  // variant b (prefetch 0) verdict
+  // Self-contained: nothing to fetch (the only URL is the SVG namespace).
+  EXPECT_EQ(count("src="), 0u);
+  EXPECT_EQ(count("href="), 0u);
+  EXPECT_EQ(count("http"), count("http://www.w3.org/2000/svg"));
+  // Bad input: one message, exit 2.
+  const std::string junk = Write("junk.json", "{not json");
+  ExpectBadInput(Stallscope("report " + junk + " -o " + html), junk + ": not valid JSON");
+  const std::string other = Write("other.json", "{\"a\": 1}");
+  ExpectBadInput(Stallscope("report " + other + " -o " + html), "not a stallscope result document");
+}
+
 TEST_F(Cli, VariantAndSetSelectWhatRuns) {
   const std::string s = Write("small.yaml", kSmall);
   const std::string json = (dir_.path() / "r.json").string();

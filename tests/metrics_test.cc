@@ -1,6 +1,8 @@
 // The metrics endpoint under abuse while a run goes: 1,000 scrapes back to back, 50 at once,
 // malformed requests, unknown paths, a client that never finishes its request. The run's
 // results must not change and nothing may crash; every good scrape is well-formed.
+#include "pipeline/metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/metrics.h"
 #include "pipeline/metrics_server.h"
 #include "tests/test_util.h"
 

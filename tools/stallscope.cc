@@ -19,6 +19,7 @@
 
 #include "cache/cache.h"
 #include "gpu/make_device.h"
+#include "pipeline/html_report.h"
 #include "pipeline/metrics.h"
 #include "pipeline/metrics_server.h"
 #include "pipeline/report.h"
@@ -130,7 +131,8 @@ int Run(const std::string& path, std::vector<std::string> variants,
   std::unique_ptr<MetricsServer> server;
   if (!obs.metrics_listen.empty()) {
     try {
-      server = std::make_unique<MetricsServer>(obs.metrics_listen, [&hub] { return hub.Serialize(); });
+      server =
+          std::make_unique<MetricsServer>(obs.metrics_listen, [&hub] { return hub.Serialize(); });
     } catch (const std::invalid_argument& e) {
       throw SetupError(e.what());
     }
@@ -222,6 +224,29 @@ int Run(const std::string& path, std::vector<std::string> variants,
   return 0;
 }
 
+int Report(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
+  std::vector<nlohmann::json> docs;
+  for (const std::string& in : inputs) {
+    std::ifstream f(in);
+    if (!f) throw SetupError(in + ": cannot open");
+    nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw SetupError(in + ": not valid JSON");
+    docs.push_back(std::move(j));
+  }
+  std::string html;
+  try {
+    html = RenderHtmlReport(docs, inputs);
+  } catch (const std::invalid_argument& e) {
+    throw SetupError(e.what());
+  }
+  std::ofstream out(output);
+  if (!out) throw SetupError(output + ": cannot write the report");
+  out << html;
+  if (!out) throw SetupError(output + ": cannot write the report");
+  if (!quiet) std::fprintf(stderr, "wrote %s (%zu bytes)\n", output.c_str(), html.size());
+  return 0;
+}
+
 int Validate(const std::string& path) {
   const ScenarioFile file = ScenarioFile::Load(path);
   std::vector<Scenario> scenarios;
@@ -292,7 +317,9 @@ int Main(int argc, char** argv) {
       "  stallscope run scenarios/cold_vs_cached.yaml\n"
       "  stallscope run scenarios/prefetch_sweep.yaml --variant prefetch-0 --set run.epochs=1\n"
       "  stallscope gen /tmp/ds --samples 5000 --size 112KiB:20KiB\n"
-      "  stallscope validate my.yaml\n\n"
+      "  stallscope validate my.yaml\n"
+      "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
+      "  stallscope report r.json -o report.html\n\n"
       "Exit codes: 0 success, 1 the run failed, 2 bad usage or input (nothing was run).",
       "stallscope"};
   app.require_subcommand(1);
@@ -343,6 +370,15 @@ int Main(int argc, char** argv) {
   gen->add_option("--seed", gen_seed, "Content seed")->capture_default_str();
   gen->add_flag("--quiet", quiet, "Print nothing on success");
 
+  std::vector<std::string> report_inputs;
+  std::string report_output = "report.html";
+  auto* report = app.add_subcommand(
+      "report", "Render result documents (run --json) as one self-contained HTML page");
+  report->add_option("RESULT", report_inputs, "Result JSON files, compared side by side")
+      ->required();
+  report->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
+  report->add_flag("--quiet", quiet, "Print nothing on success");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -357,6 +393,7 @@ int Main(int argc, char** argv) {
   try {
     if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, obs, quiet);
     if (*validate) return Validate(validate_path);
+    if (*report) return Report(report_inputs, report_output, quiet);
     if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
   } catch (const RunError& e) {
     std::fprintf(stderr, "stallscope: run failed: %s\n", e.what());

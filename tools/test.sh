@@ -17,8 +17,10 @@ source "$(dirname "$0")/setup.sh"
 stallscope_build
 # Servers the integration tests start (a real Prometheus and Pushgateway). Without them those
 # tests report themselves skipped rather than failing the suite.
-stallscope_install_missing prometheus prometheus-pushgateway ||
-  echo "test.sh: warning: could not install prometheus / prometheus-pushgateway" >&2
+# Test tools: a real Prometheus and Pushgateway, and Chromium to render the HTML report.
+# Without them those tests report themselves skipped rather than failing the suite.
+stallscope_install_missing prometheus prometheus-pushgateway chromium ||
+  echo "test.sh: warning: could not install prometheus / prometheus-pushgateway / chromium" >&2
 # One test at a time: several tests measure idle fractions against a wall clock, and two
 # cores shared between parallel tests would blur them.
 ctest --test-dir "$BUILD_DIR" --output-on-failure "$@"
