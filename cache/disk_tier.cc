@@ -335,7 +335,7 @@ void DiskTier::ScanDirectory() {
       unlink(path);
       continue;
     }
-    for (uint64_t v : evicted_) DropLocked(v);
+    for (uint64_t v : evicted_) RemoveFileLocked(v);
     size_[id] = size;
     hash_[id] = hash;
     state_[id].store(kReady, std::memory_order_release);
@@ -401,13 +401,15 @@ void DiskTier::OnReadComplete(const ReadRequest& request, int64_t result) {
 }
 
 void DiskTier::DropLocked(uint64_t id) {
-  const uint8_t s = state_[id].load(std::memory_order_relaxed);
   policy_->Remove(id);
+  RemoveFileLocked(id);
+}
+
+void DiskTier::RemoveFileLocked(uint64_t id) {
+  const uint8_t s = state_[id].load(std::memory_order_relaxed);
   if (s == kWriting) {
-    drop_after_write_[id] = 1;
-    return;
-  }
-  if (s == kReady) {
+    drop_after_write_[id] = 1;  // FinishWrite removes it
+  } else if (s == kReady) {
     state_[id].store(kAbsent, std::memory_order_release);
     char path[kMaxPath];
     FormatPath(path, options_.path, kEntryFormat, id, size_[id], hash_[id]);
@@ -428,18 +430,7 @@ void DiskTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t now)
     }
     evicted_.clear();
     if (!policy_->Admit(id, RoundUp(data.size(), kBlock), now, evicted_)) return;
-    for (uint64_t v : evicted_) {
-      // The policy already forgot v; remove its file (or do so once its write ends).
-      const uint8_t s = state_[v].load(std::memory_order_relaxed);
-      if (s == kWriting) {
-        drop_after_write_[v] = 1;
-      } else if (s == kReady) {
-        state_[v].store(kAbsent, std::memory_order_release);
-        char path[kMaxPath];
-        FormatPath(path, options_.path, kEntryFormat, v, size_[v], hash_[v]);
-        unlink(path);
-      }
-    }
+    for (uint64_t v : evicted_) RemoveFileLocked(v);  // the policy already forgot v
     buffer = free_buffers_.back();
     free_buffers_.pop_back();
     writes_in_flight_++;

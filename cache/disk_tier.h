@@ -100,6 +100,8 @@ class DiskTier final : public CacheTier, private FileReadSource, private ReadCal
   void ScanDirectory();
   // Forgets and unlinks an entry. REQUIRES: mu_ held.
   void DropLocked(uint64_t id);
+  // Unlinks an entry's file now, or when its write finishes. REQUIRES: mu_ held.
+  void RemoveFileLocked(uint64_t id);
   void FinishWrite(Write& w);
 
   // Constant after construction.

@@ -111,11 +111,13 @@ TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
   std::vector<double> lat;
   for (auto& d : c.results) lat.push_back(std::chrono::duration<double>(d.at - t0).count());
   std::sort(lat.begin(), lat.end());
-  // Completions can only be late (a busy machine delays the storage thread), never early.
+  // Completions can only be late, never early: a busy (or sanitized) machine delays the
+  // storage thread, which then works through a backlog of completions around the median.
+  // So the lower bounds are tight and the upper ones leave room for that delay.
   EXPECT_GT(lat[1000], 0.018);
-  EXPECT_LT(lat[1000], 0.026);
+  EXPECT_LT(lat[1000], 0.035);
   EXPECT_GT(lat[1980], 0.065);
-  EXPECT_LT(lat[1980], 0.100);
+  EXPECT_LT(lat[1980], 0.130);
   for (uint64_t i = 0; i < 2000; ++i) EXPECT_TRUE(s.Verify(i, {buf.at(i), 64}));
 }
 
