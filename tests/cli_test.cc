@@ -312,6 +312,36 @@ run: {epochs: 2}
   EXPECT_EQ(doc["variants"][0]["integrity_errors"], 0);
 }
 
+TEST_F(Cli, BenchDirReadsEveryFileOnceAndReportsRatesAndLatency) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 300 --size 20KiB:8KiB --quiet").code, 0);
+  uint64_t bytes = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(data)) {
+    if (e.is_regular_file() && e.path().filename() != ".stallscope-gen.json")
+      bytes += e.file_size();
+  }
+  const std::string json = (dir_.path() / "b.json").string();
+  const Result r = Stallscope("bench-dir " + data + " --cold --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("files/s"), std::string::npos);
+  EXPECT_NE(r.out.find("MiB/s"), std::string::npos);
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["files"], 300);
+  EXPECT_EQ(j["bytes"], bytes);
+  EXPECT_EQ(j["skipped"], 0);
+  const auto& lat = j["latency_seconds"];
+  EXPECT_GT(lat["p50"].get<double>(), 0);
+  EXPECT_LE(lat["p50"].get<double>(), lat["p99"].get<double>());
+  EXPECT_LE(lat["p99"].get<double>(), lat["p999"].get<double>());
+  EXPECT_NEAR(j["bytes_per_second"].get<double>() * j["seconds"].get<double>(),
+              static_cast<double>(bytes), 1.0);
+  uint64_t histogram = 0;
+  for (const auto& c : j["size_histogram_log2"]) histogram += c.get<uint64_t>();
+  EXPECT_EQ(histogram, 300u);
+  ExpectBadInput(Stallscope("bench-dir " + (dir_.path() / "nope").string()), "no such directory");
+}
+
 TEST_F(Cli, GenRejectsBadSize) {
   ExpectBadInput(Stallscope("gen " + (dir_.path() / "x").string() + " --samples 3 --size 4kb"),
                  "--size 4kb");

@@ -19,6 +19,7 @@
 
 #include "cache/cache.h"
 #include "gpu/make_device.h"
+#include "pipeline/bench_dir.h"
 #include "pipeline/html_report.h"
 #include "pipeline/metrics.h"
 #include "pipeline/metrics_server.h"
@@ -247,6 +248,18 @@ int Report(const std::vector<std::string>& inputs, const std::string& output, bo
   return 0;
 }
 
+int BenchDir(const BenchDirOptions& o, const std::string& json_path) {
+  std::ofstream json_out;
+  if (!json_path.empty()) {
+    json_out.open(json_path);
+    if (!json_out) throw SetupError(json_path + ": cannot write the --json file");
+  }
+  const BenchDirResult r = BenchDirectory(o);
+  std::cout << FormatBenchDir(r) << std::flush;
+  if (json_out.is_open()) json_out << BenchDirToJson(r).dump(2) << "\n";
+  return r.skipped ? kExitRunFailed : 0;
+}
+
 int Validate(const std::string& path) {
   const ScenarioFile file = ScenarioFile::Load(path);
   std::vector<Scenario> scenarios;
@@ -370,6 +383,20 @@ int Main(int argc, char** argv) {
   gen->add_option("--seed", gen_seed, "Content seed")->capture_default_str();
   gen->add_flag("--quiet", quiet, "Print nothing on success");
 
+  BenchDirOptions bench;
+  std::string bench_json;
+  auto* bench_dir = app.add_subcommand(
+      "bench-dir", "Read every file of a dataset directory once and say how fast it went");
+  bench_dir->add_option("DIR", bench.path, "Dataset directory (every regular file below it)")
+      ->required();
+  bench_dir->add_flag("--cold", bench.cold, "Evict the files from the page cache first");
+  bench_dir->add_flag("--direct", bench.direct, "Read with O_DIRECT");
+  bench_dir->add_option("--io-depth", bench.io_depth, "Files in flight")->capture_default_str();
+  bench_dir->add_option("--io-threads", bench.io_threads, "I/O threads, one io_uring each")
+      ->capture_default_str();
+  bench_dir->add_option("--json", bench_json, "Write the result document to this file");
+  bench_dir->add_flag("--quiet", bench.quiet, "No notices");
+
   std::vector<std::string> report_inputs;
   std::string report_output = "report.html";
   auto* report = app.add_subcommand(
@@ -394,6 +421,7 @@ int Main(int argc, char** argv) {
     if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, obs, quiet);
     if (*validate) return Validate(validate_path);
     if (*report) return Report(report_inputs, report_output, quiet);
+    if (*bench_dir) return BenchDir(bench, bench_json);
     if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
   } catch (const RunError& e) {
     std::fprintf(stderr, "stallscope: run failed: %s\n", e.what());
