@@ -342,6 +342,32 @@ TEST_F(Cli, BenchDirReadsEveryFileOnceAndReportsRatesAndLatency) {
   ExpectBadInput(Stallscope("bench-dir " + (dir_.path() / "nope").string()), "no such directory");
 }
 
+TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 640 --size 16KiB --quiet").code, 0);
+  const std::string json = (dir_.path() / "b.json").string();
+  const Result r =
+      Stallscope("bench-dir " + data + " --batch 32 --step-time 10ms --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("accelerators this storage and host could keep at AU >= 90%"),
+            std::string::npos);
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j.contains("training"));
+  const auto& t = j["training"];
+  EXPECT_EQ(t["samples_delivered"], 640);
+  EXPECT_EQ(t["steps"], 20);
+  // The estimate is the slowest shared stage over 90% of one accelerator's demand.
+  const auto& cap = t["bottleneck"]["capacity_samples_per_second"];
+  double shared = cap["fetch"].get<double>();
+  if (!cap["preprocess"].is_null()) shared = std::min(shared, cap["preprocess"].get<double>());
+  const double demand = 32 / 0.010;
+  const uint64_t expected =
+      t["au"].get<double>() < 0.9 ? 0 : static_cast<uint64_t>(shared / (0.9 * demand));
+  EXPECT_EQ(t["max_accelerators_at_au_0_9"], expected);
+  ExpectBadInput(Stallscope("bench-dir " + data + " --workload bert"), "--workload bert");
+}
+
 TEST_F(Cli, GenRejectsBadSize) {
   ExpectBadInput(Stallscope("gen " + (dir_.path() / "x").string() + " --samples 3 --size 4kb"),
                  "--size 4kb");
