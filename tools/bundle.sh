@@ -18,13 +18,15 @@ while IFS= read -r f; do bins+=("$f"); done < <(
 [ ${#bins[@]} -gt 0 ] || { echo "bundle: nothing built in $BUILD" >&2; exit 2; }
 
 # Libraries the GPU host has: the C runtime and the loader, and the CUDA driver/toolkit.
-system_lib='/(ld-linux|libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcupti|libnvToolsExt|libnccl)[.-]'
+system_lib='/(ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libnss_|libanl|libutil|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcupti|libnvToolsExt|libnccl)[.-]'
 for b in "${bins[@]}"; do
   cp "$b" "$OUT/bin/"
   ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
     if ! [[ $lib =~ $system_lib ]]; then cp -nL "$lib" "$OUT/lib/"; fi
   done
 done
+# Debug info stays here: the bundle has to travel (64 MiB for the device tool's carry).
+strip --strip-debug "$OUT"/bin/* "$OUT"/lib/* 2>/dev/null || true
 # Tests find the scenarios and the CLI by absolute build paths; ship the scenarios too.
 cp -r "$ROOT/scenarios" "$OUT/"
 echo "bundle: ${#bins[@]} executables, $(ls "$OUT/lib" | wc -l) libraries in $OUT" >&2
