@@ -195,21 +195,10 @@ RunRecord Pipeline::Run() {
       r.step_start = t.start;
       r.step_end = t.end;
       r.step_busy = t.busy;
-      {
-        QueueDepths& q = r.queues;
-        {
-          std::lock_guard lock(mu_);
-          q.preprocessing = static_cast<uint32_t>(fetched_.size());
-          const uint32_t in_use = static_cast<uint32_t>(slots_.size() - free_slots_.size());
-          for (uint64_t k = b + 1; k < total_batches_ && slot_of_batch_[k] >= 0; ++k) {
-            if (copied_[k]) continue;
-            if (ready_[k]) q.ready++;
-          }
-          q.fetching = in_use >= q.preprocessing + q.ready ? in_use - q.preprocessing - q.ready : 0;
-        }
-        if (options_.observer) {
-          options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps, q);
-        }
+      r.queues = SampleQueues(b);
+      if (options_.observer) {
+        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps,
+                                  r.queues);
       }
       previous_end = t.end;
       if (b == 0) live_.first_step_start = t.start;
@@ -256,6 +245,19 @@ RunRecord Pipeline::Run() {
   rec.failed = failed_;
   rec.error = error_;
   return rec;
+}
+
+QueueDepths Pipeline::SampleQueues(uint64_t step) {
+  QueueDepths q;
+  std::lock_guard lock(mu_);
+  q.preprocessing = static_cast<uint32_t>(fetched_.size());
+  for (uint64_t k = step + 1; k < total_batches_ && slot_of_batch_[k] >= 0; ++k) {
+    q.ready += ready_[k] && !copied_[k];
+  }
+  // Slots in use hold batches being fetched, waiting for or in the workers, or ready.
+  const uint32_t in_use = static_cast<uint32_t>(slots_.size() - free_slots_.size());
+  q.fetching = in_use > q.preprocessing + q.ready ? in_use - q.preprocessing - q.ready : 0;
+  return q;
 }
 
 void Pipeline::FetcherLoop() {

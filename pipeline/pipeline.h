@@ -166,6 +166,9 @@ class Pipeline final : private ReadCallback {
   void OnReadComplete(const ReadRequest& request, int64_t result) override;
   void FetchDone(Slot& slot);
   void SnapshotEvictions();
+  // Batches at each stage after step `step` (approximate: a batch in a worker counts as
+  // fetching). Takes mu_.
+  QueueDepths SampleQueues(uint64_t step);
   void MarkReady(Slot& slot);
   void Fail(const std::string& message);
   DeviceBatch MakeDeviceBatch(const Slot& slot) const;
