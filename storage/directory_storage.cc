@@ -39,16 +39,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
         "dataset)",
         options.path, options.path));
   }
-  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
-  if (ec) throw StorageError(fmt::format("{}: cannot list: {}", options.path, ec.message()));
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) throw StorageError(fmt::format("{}: cannot list: {}", options.path, ec.message()));
-    std::error_code sec;
-    if (!it->is_regular_file(sec)) continue;  // follows symlinks to files
-    std::string rel = fs::relative(it->path(), root, sec).generic_string();
-    if (rel == kManifestName) continue;
-    files_.push_back({std::move(rel), "", 0, 0});
-  }
+  ListFiles(root);
   if (files_.empty()) {
     throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.path));
   }
@@ -112,6 +103,51 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
                  ErrnoText(reader_->uring_error()).c_str());
   }
+}
+
+// Lists the regular files below `root` by their real paths. A symbolic link is never a
+// second name for a sample: one that resolves inside the root leads to a file or folder
+// that is listed already by its real path (counted as a duplicate; this also makes link
+// loops harmless), and one that resolves outside the root, or nowhere, is not part of the
+// dataset (counted as outside). Both counts are said once.
+void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
+  std::error_code ec;
+  const fs::path real_root = fs::canonical(root, ec);
+  if (ec) throw StorageError(fmt::format("{}: cannot resolve: {}", options_.path, ec.message()));
+  const std::string root_prefix = real_root.string() + "/";
+  uint64_t outside = 0, duplicates = 0;
+  std::vector<fs::path> stack = {root};
+  while (!stack.empty()) {
+    const fs::path dir = stack.back();
+    stack.pop_back();
+    fs::directory_iterator it(dir, ec);
+    if (ec) throw StorageError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) throw StorageError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+      std::error_code sec;
+      if (it->is_symlink(sec)) {
+        const std::string target = fs::canonical(it->path(), sec).string();
+        const bool in = !sec && (target == real_root.string() || target.rfind(root_prefix, 0) == 0);
+        ++(in ? duplicates : outside);
+        continue;
+      }
+      if (it->is_directory(sec)) {
+        stack.push_back(it->path());
+      } else if (it->is_regular_file(sec)) {
+        std::string rel = it->path().lexically_relative(root).generic_string();
+        if (rel != kManifestName) files_.push_back({std::move(rel), "", 0, 0});
+      }
+    }
+  }
+  if ((outside || duplicates) && !options_.quiet) {
+    std::fprintf(stderr,
+                 "notice: %s: skipped %llu symbolic link(s) leading outside it or nowhere, and "
+                 "%llu leading to files or folders listed by their real paths\n",
+                 options_.path.c_str(), static_cast<unsigned long long>(outside),
+                 static_cast<unsigned long long>(duplicates));
+  }
+  skipped_links_ = outside;
+  duplicate_links_ = duplicates;
 }
 
 DirectoryStorage::~DirectoryStorage() = default;

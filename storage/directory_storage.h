@@ -1,12 +1,13 @@
 // DirectoryStorage: a real dataset directory read through io_uring.
 //
-// The dataset is every regular file below `path` (recursive, sorted by relative path,
-// symlinks to regular files followed). Every file is opened once at construction to check it
-// is readable, so a bad dataset fails before anything runs. Reads go through `io_threads`
-// threads, each owning one io_uring of depth io_depth / io_threads: a thread opens the file,
-// submits the read, requeues short reads and -EAGAIN, and closes the file when it is done.
-// Where io_uring is refused (seccomp, old kernel, EPERM) the threads fall back to pread and
-// one notice line is printed. With `direct_io` files are opened with O_DIRECT and buffers
+// The dataset is every regular file below `path` (recursive, sorted by relative path), each
+// once, by its real path: a symbolic link resolving inside `path` names something already
+// listed (so link loops cannot repeat anything), one resolving outside is not read. Every file is
+// opened once at construction to check it is readable, so a bad dataset fails before anything runs.
+// Reads go through `io_threads` threads, each owning one io_uring of depth io_depth / io_threads: a
+// thread opens the file, submits the read, requeues short reads and -EAGAIN, and closes the file
+// when it is done. Where io_uring is refused (seccomp, old kernel, EPERM) the threads fall back to
+// pread and one notice line is printed. With `direct_io` files are opened with O_DIRECT and buffers
 // are block-aligned; filesystems that refuse O_DIRECT (tmpfs) fall back to buffered reads,
 // said once. With `cold`, BeginEpoch() drops the files from the page cache
 // (posix_fadvise DONTNEED, no root needed).
@@ -19,6 +20,7 @@
 #define STALLSCOPE_STORAGE_DIRECTORY_STORAGE_H_
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,6 +66,10 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   std::string Fingerprint() const override;
 
   const std::string& RelativePath(uint64_t sample) const { return files_[sample].relative; }
+  // Symbolic links skipped because they led outside the directory (or nowhere), and those
+  // leading inside it, to files or folders listed by their real paths (loops included).
+  uint64_t skipped_links() const { return skipped_links_; }
+  uint64_t duplicate_links() const { return duplicate_links_; }
   uint64_t total_bytes() const { return total_bytes_; }
   // True when the I/O threads use io_uring (false: pread fallback).
   bool uses_io_uring() const { return uring_ok_; }
@@ -80,6 +86,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
     return files_[sample].full.c_str();
   }
   uint64_t BytesOf(uint64_t sample) const override { return files_[sample].bytes; }
+  void ListFiles(const std::filesystem::path& root);
 
   // Constant after construction.
   DirectoryStorageOptions options_;
@@ -90,6 +97,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   bool direct_ = false;
   bool uring_ok_ = true;
   std::unique_ptr<UringFileReader> reader_;
+  uint64_t skipped_links_ = 0, duplicate_links_ = 0;
 };
 
 }  // namespace stallscope

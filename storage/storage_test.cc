@@ -220,6 +220,28 @@ TEST_F(DirectoryStorageTest, PreadFallbackDeliversTheSameBytes) {
   }
 }
 
+TEST_F(DirectoryStorageTest, EveryFileOnceWhateverTheSymlinks) {
+  GenerateDataset({.dir = (dir_ / "data").string(), .samples = 6, .size_mean = 100, .classes = 2});
+  GenerateDataset({.dir = (dir_ / "elsewhere").string(), .samples = 3, .size_mean = 100});
+  namespace fs = std::filesystem;
+  fs::create_directory_symlink("class_000", dir_ / "data/alias");           // inside: a duplicate
+  fs::create_directory_symlink("..", dir_ / "data/class_001/up");           // a loop
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "data/outside");  // outside
+  fs::create_symlink(dir_ / "elsewhere/class_000/sample_0000000.bin", dir_ / "data/file-out");
+  fs::create_symlink("class_000/sample_0000000.bin", dir_ / "data/file-in");  // a duplicate
+  fs::create_symlink("nowhere", dir_ / "data/dangling");
+  DirectoryStorage s({.path = (dir_ / "data").string(), .quiet = true});
+  std::vector<std::string> names;
+  for (uint64_t i = 0; i < s.num_samples(); ++i) names.push_back(s.RelativePath(i));
+  // The 6 real files, each once, by their real names.
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "class_000/sample_0000000.bin", "class_000/sample_0000002.bin",
+                       "class_000/sample_0000004.bin", "class_001/sample_0000001.bin",
+                       "class_001/sample_0000003.bin", "class_001/sample_0000005.bin"}));
+  EXPECT_EQ(s.skipped_links(), 3u);    // outside, file-out, dangling
+  EXPECT_EQ(s.duplicate_links(), 3u);  // alias, up, file-in
+}
+
 TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
   EXPECT_THROW(DirectoryStorage({.path = (dir_ / "missing").string()}), StorageError);
   std::filesystem::create_directories(dir_ / "empty");
