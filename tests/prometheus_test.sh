@@ -40,7 +40,7 @@ YAML
 cat > "$work/scenario.yaml" <<'YAML'
 name: prometheus-test
 dataset: {samples: 1024, sample_size: 16KiB}
-storage: {kind: simulated, bandwidth: 20MB/s, latency: {p50: 1ms, p99: 5ms}}
+storage: {kind: simulated, bandwidth: 10MB/s, latency: {p50: 1ms, p99: 5ms}}
 loader: {batch_size: 32, prefetch: 2, workers: 2, preprocess: normalize}
 gpu: {step_time: 20ms}
 run: {epochs: 1}
