@@ -95,7 +95,6 @@ class Cache {
 
   bool empty() const { return tiers_.empty(); }
   size_t num_tiers() const { return tiers_.size(); }
-  bool tier_is_async(size_t tier) const { return tiers_[tier]->is_async(); }
 
   struct Found {
     int tier = -1;       // -1: no tier holds it

@@ -15,13 +15,17 @@ double Overlap(double a, double z, double lo, double hi) {
   return std::max(0.0, std::min(z, hi) - std::max(a, lo));
 }
 
-double Percentile(std::vector<double> v, double q) {
+}  // namespace
+
+double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   // Nearest-rank on the sorted values.
   const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
+
+namespace {
 
 // Total length of the union of [start, end) intervals.
 double UnionLength(std::vector<std::pair<double, double>> iv) {
@@ -179,8 +183,8 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   v.gpu_idle_fraction = v.window_seconds > 0 ? idle_seconds / v.window_seconds : 0;
   v.au = v.window_seconds > 0 ? v.busy_seconds / v.window_seconds : 1;
   v.samples_per_second = v.window_seconds > 0 ? window_samples / v.window_seconds : 0;
-  v.step_wait_p50 = Percentile(waits, 0.50);
-  v.step_wait_p99 = Percentile(waits, 0.99);
+  v.step_wait_p50 = Quantile(waits, 0.50);
+  v.step_wait_p99 = Quantile(waits, 0.99);
 
   // Totals over the whole run.
   uint64_t samples = 0, hits = 0, lookups = 0;

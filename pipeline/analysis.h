@@ -39,6 +39,9 @@ struct TierEpoch {
 // transfer (until copy_done), and the rest as other.
 StageSeconds SplitStall(double previous_end, const BatchRecord& r);
 
+// The q-quantile (0..1) of `values` by nearest rank; 0 for none.
+double Quantile(std::vector<double> values, double q);
+
 struct EpochResult {
   uint32_t epoch = 0;
   std::vector<TierEpoch> tiers;  // in cache.tiers order

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "pipeline/analysis.h"
 #include "pipeline/device.h"
 #include "pipeline/units.h"
 #include "storage/directory_storage.h"
@@ -21,13 +22,6 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &u);
   return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec +
          u.ru_stime.tv_usec * 1e-6;
-}
-
-double Percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
 }
 
 // Keeps io_depth reads in flight, each in its own buffer; records each read's latency.
@@ -106,7 +100,7 @@ BenchDirResult BenchDirectory(const BenchDirOptions& o) {
   r.path = o.path;
   r.files = storage.num_samples();
   r.io_uring = storage.uses_io_uring();
-  r.direct = storage.buffer_alignment() == 4096;
+  r.direct = storage.direct_io();
   r.size_histogram.assign(65, 0);
   for (uint64_t i = 0; i < r.files; ++i) {
     const uint64_t b = storage.SampleBytes(i);
@@ -126,9 +120,9 @@ BenchDirResult BenchDirectory(const BenchDirOptions& o) {
   r.bytes_per_second = r.seconds > 0 ? r.bytes / r.seconds : 0;
   r.cpu_seconds_per_file = read ? cpu / read : 0;
   auto& lat = reader.latency();
-  r.latency_p50 = Percentile(lat, 0.50);
-  r.latency_p99 = Percentile(lat, 0.99);
-  r.latency_p999 = Percentile(lat, 0.999);
+  r.latency_p50 = Quantile(lat, 0.50);
+  r.latency_p99 = Quantile(lat, 0.99);
+  r.latency_p999 = Quantile(lat, 0.999);
   return r;
 }
 

@@ -95,6 +95,7 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
   normalize_ = options.preprocess == "normalize";
   preprocess_stage_ =
       normalize_ || options.preprocess_cost > 0 || (options.verify && storage.can_verify());
+  // Block-aligned, block-rounded rows: storage and disk-tier reads may be O_DIRECT.
   raw_stride_ = RoundUp(std::max<uint64_t>(storage.max_sample_bytes(), 1), 4096);
   staged_stride_ =
       normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64) : raw_stride_;

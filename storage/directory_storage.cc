@@ -152,10 +152,6 @@ void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
 
 DirectoryStorage::~DirectoryStorage() = default;
 
-uint64_t DirectoryStorage::BufferBytes(uint64_t sample) const {
-  return direct_ ? RoundUp(files_[sample].bytes, kBlock) : files_[sample].bytes;
-}
-
 bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) const {
   if (!seed_) return true;
   return data.size() == files_[sample].bytes &&

@@ -54,8 +54,6 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   uint64_t num_samples() const override { return files_.size(); }
   uint64_t SampleBytes(uint64_t sample) const override { return files_[sample].bytes; }
   uint64_t max_sample_bytes() const override { return max_bytes_; }
-  uint64_t BufferBytes(uint64_t sample) const override;
-  size_t buffer_alignment() const override { return direct_ ? 4096 : 64; }
   uint32_t Label(uint64_t sample) const override { return files_[sample].label; }
   bool can_verify() const override { return seed_.has_value(); }
   bool Verify(uint64_t sample, std::span<const std::byte> data) const override;
@@ -73,6 +71,8 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   uint64_t total_bytes() const { return total_bytes_; }
   // True when the I/O threads use io_uring (false: pread fallback).
   bool uses_io_uring() const { return uring_ok_; }
+  // True when files are opened with O_DIRECT (asked for, and allowed by the filesystem).
+  bool direct_io() const { return direct_; }
 
  private:
   struct File {

@@ -23,9 +23,9 @@
 
 namespace stallscope {
 
-// One read. `dst` must hold at least Storage::BufferBytes(sample) bytes and be aligned to
-// Storage::buffer_alignment(); it is owned by the caller and must stay valid until the
-// read completes.
+// One read. `dst` must be 4096-byte aligned with room for the sample's size rounded up to
+// 4096 (reads may be O_DIRECT); it is owned by the caller and must stay valid until the read
+// completes.
 struct ReadRequest {
   uint64_t sample = 0;
   std::byte* dst = nullptr;
@@ -57,9 +57,6 @@ class Storage {
   virtual uint64_t SampleBytes(uint64_t sample) const = 0;
   // Largest SampleBytes() over all samples.
   virtual uint64_t max_sample_bytes() const = 0;
-  // Bytes a destination buffer needs for `sample` (O_DIRECT rounds up to a block).
-  virtual uint64_t BufferBytes(uint64_t sample) const { return SampleBytes(sample); }
-  virtual size_t buffer_alignment() const { return 64; }
 
   // Class label of a sample (for the training step and for tests).
   virtual uint32_t Label(uint64_t sample) const = 0;
