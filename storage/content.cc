@@ -18,6 +18,15 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 inline uint64_t Word(uint64_t key, uint64_t index) { return Mix(key + index * kGolden); }
 
+// Word `index` of a sample of class `class_key`: the keyed hash with the class signature in
+// its lowest byte for the first kSignatureWords words.
+inline uint64_t ClassWord(uint64_t key, uint64_t class_key, uint64_t index) {
+  const uint64_t w = Word(key, index);
+  if (class_key == kNoClass || index >= kSignatureWords) return w;
+  const uint64_t bit = (Mix(class_key * kGolden + index + 0x7369676e) >> 17) & 1;
+  return (w & ~0xffULL) | (bit ? 0xc0 : 0x40);
+}
+
 }  // namespace
 
 uint64_t ContentKey(uint64_t seed, uint64_t sample_key) {
@@ -34,30 +43,36 @@ uint64_t PathKey(std::string_view relative_path) {
   return Mix(h);
 }
 
-void FillContent(uint64_t key, std::span<std::byte> out) {
+uint64_t ClassKeyOf(std::string_view relative_path) {
+  const size_t slash = relative_path.find('/');
+  if (slash == std::string_view::npos) return kNoClass;
+  return PathKey(relative_path.substr(0, slash));
+}
+
+void FillContent(uint64_t key, std::span<std::byte> out, uint64_t class_key) {
   const size_t words = out.size() / 8;
   std::byte* p = out.data();
   for (size_t i = 0; i < words; ++i) {
-    const uint64_t w = Word(key, i);
+    const uint64_t w = ClassWord(key, class_key, i);
     std::memcpy(p + i * 8, &w, 8);
   }
   if (const size_t tail = out.size() % 8) {
-    const uint64_t w = Word(key, words);
+    const uint64_t w = ClassWord(key, class_key, words);
     std::memcpy(p + words * 8, &w, tail);
   }
 }
 
-bool MatchesContent(uint64_t key, std::span<const std::byte> data) {
+bool MatchesContent(uint64_t key, std::span<const std::byte> data, uint64_t class_key) {
   const size_t words = data.size() / 8;
   const std::byte* p = data.data();
   uint64_t diff = 0;
   for (size_t i = 0; i < words; ++i) {
     uint64_t got;
     std::memcpy(&got, p + i * 8, 8);
-    diff |= got ^ Word(key, i);
+    diff |= got ^ ClassWord(key, class_key, i);
   }
   if (const size_t tail = data.size() % 8) {
-    const uint64_t w = Word(key, words);
+    const uint64_t w = ClassWord(key, class_key, words);
     diff |= static_cast<uint64_t>(std::memcmp(p + words * 8, &w, tail) != 0);
   }
   return diff == 0;

@@ -24,11 +24,23 @@ uint64_t ContentKey(uint64_t seed, uint64_t sample_key);
 // written by `stallscope gen`, whose sorted order is not their generation order).
 uint64_t PathKey(std::string_view relative_path);
 
-// Fills `out` with the content of the sample keyed `key` (from ContentKey).
-void FillContent(uint64_t key, std::span<std::byte> out);
+// Samples of one class share a signature so that a model can learn the classes (the CUDA
+// device trains on them): the lowest byte of each of the first kSignatureWords 8-byte words
+// is 0x40 or 0xC0, by a per-class bit pattern; every other byte is the keyed hash. With
+// kNoClass there is no signature.
+inline constexpr uint64_t kNoClass = ~0ULL;
+inline constexpr size_t kSignatureWords = 512;
 
-// Returns true when `data` is exactly the content FillContent(key) would write.
-bool MatchesContent(uint64_t key, std::span<const std::byte> data);
+// The class key of a file in a class-folder dataset: a hash of its top-level folder's name,
+// or kNoClass for a file at the root.
+uint64_t ClassKeyOf(std::string_view relative_path);
+
+// Fills `out` with the content of the sample keyed `key` (from ContentKey) of class
+// `class_key` (a label, or ClassKeyOf a path).
+void FillContent(uint64_t key, std::span<std::byte> out, uint64_t class_key = kNoClass);
+
+// Returns true when `data` is exactly the content FillContent(key, class_key) would write.
+bool MatchesContent(uint64_t key, std::span<const std::byte> data, uint64_t class_key = kNoClass);
 
 // The class label of a sample: derived from its content key, uniform over [0, classes).
 uint32_t LabelOf(uint64_t key, uint32_t classes);

@@ -76,7 +76,9 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
   std::ifstream manifest(root / kManifestName);
   if (manifest) {
     const nlohmann::json j = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("seed") && j["seed"].is_number_unsigned()) {
+    // Content version 2 carries class signatures; older manifests cannot be verified.
+    if (j.is_object() && j.value("content", 1) == 2 && j.contains("seed") &&
+        j["seed"].is_number_unsigned()) {
       seed_ = j["seed"].get<uint64_t>();
     }
   }
@@ -155,7 +157,8 @@ DirectoryStorage::~DirectoryStorage() = default;
 bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) const {
   if (!seed_) return true;
   return data.size() == files_[sample].bytes &&
-         MatchesContent(ContentKey(*seed_, PathKey(files_[sample].relative)), data);
+         MatchesContent(ContentKey(*seed_, PathKey(files_[sample].relative)), data,
+                        ClassKeyOf(files_[sample].relative));
 }
 
 void DirectoryStorage::BeginEpoch(int epoch) {

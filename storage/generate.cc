@@ -35,7 +35,7 @@ GenerateResult GenerateDataset(const GenerateOptions& o,
     const std::string rel = fmt::format("class_{:03}/sample_{:07}.bin", i % classes, i);
     const uint64_t size = SampleSizeOf(o.seed, i, o.size_mean, o.size_stdev);
     buffer.resize(size);
-    FillContent(ContentKey(o.seed, PathKey(rel)), buffer);
+    FillContent(ContentKey(o.seed, PathKey(rel)), buffer, ClassKeyOf(rel));
     const std::string path = o.dir + "/" + rel;
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw StorageError(fmt::format("{}: cannot create: {}", path, strerror(errno)));
@@ -55,7 +55,7 @@ GenerateResult GenerateDataset(const GenerateOptions& o,
     result.bytes += size;
     if (progress && (i + 1) % 1000 == 0) progress(i + 1);
   }
-  nlohmann::json manifest = {{"seed", o.seed},           {"samples", o.samples},
+  nlohmann::json manifest = {{"content", 2}, {"seed", o.seed},           {"samples", o.samples},
                              {"size_mean", o.size_mean}, {"size_stdev", o.size_stdev},
                              {"classes", classes},       {"format", "raw"}};
   std::ofstream out(fs::path(o.dir) / DirectoryStorage::kManifestName);

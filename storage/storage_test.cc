@@ -66,6 +66,30 @@ TEST(Content, FillAndMatchRoundTrip) {
   EXPECT_FALSE(MatchesContent(ContentKey(7, 3), a));
 }
 
+// The class signature makes classes learnable: two samples of one class agree on every
+// signature byte, samples of different classes disagree on about half of them, and the
+// signature is part of what MatchesContent checks.
+TEST(Content, ClassSignatureSharedWithinAClass) {
+  std::vector<std::byte> a(8192), b(8192), c(8192);
+  FillContent(ContentKey(7, 1), a, 5);
+  FillContent(ContentKey(7, 2), b, 5);
+  FillContent(ContentKey(7, 3), c, 6);
+  int same_class_diff = 0, other_class_diff = 0;
+  for (size_t w = 0; w < kSignatureWords; ++w) {
+    EXPECT_TRUE(a[w * 8] == std::byte{0x40} || a[w * 8] == std::byte{0xc0});
+    same_class_diff += a[w * 8] != b[w * 8];
+    other_class_diff += a[w * 8] != c[w * 8];
+  }
+  EXPECT_EQ(same_class_diff, 0);
+  EXPECT_GT(other_class_diff, 200);
+  EXPECT_LT(other_class_diff, 312);
+  EXPECT_TRUE(MatchesContent(ContentKey(7, 1), a, 5));
+  EXPECT_FALSE(MatchesContent(ContentKey(7, 1), a, 6));
+  EXPECT_FALSE(MatchesContent(ContentKey(7, 1), a));
+  EXPECT_EQ(ClassKeyOf("class_003/x.bin"), PathKey("class_003"));
+  EXPECT_EQ(ClassKeyOf("x.bin"), kNoClass);
+}
+
 TEST(Content, SizesFollowMeanAndStdev) {
   double sum = 0, sq = 0;
   const int n = 20000;

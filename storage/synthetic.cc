@@ -45,11 +45,11 @@ uint32_t SyntheticStorage::Label(uint64_t sample) const {
 }
 
 bool SyntheticStorage::Verify(uint64_t sample, std::span<const std::byte> data) const {
-  return data.size() == sizes_[sample] && MatchesContent(Key(sample), data);
+  return data.size() == sizes_[sample] && MatchesContent(Key(sample), data, Label(sample));
 }
 
 std::string SyntheticStorage::Fingerprint() const {
-  return fmt::format("synthetic v1 seed={} samples={} mean={} stdev={}", dataset_.seed,
+  return fmt::format("synthetic v2 seed={} samples={} mean={} stdev={}", dataset_.seed,
                      dataset_.samples, dataset_.sample_mean, dataset_.sample_stdev);
 }
 
@@ -61,7 +61,7 @@ MemoryStorage::MemoryStorage(const SyntheticDataset& dataset) : SyntheticStorage
   for (uint64_t i = 0; i < dataset.samples; ++i) offsets_[i + 1] = offsets_[i] + sizes_[i];
   bytes_ = std::make_unique_for_overwrite<std::byte[]>(offsets_.back());
   for (uint64_t i = 0; i < dataset.samples; ++i) {
-    FillContent(Key(i), {bytes_.get() + offsets_[i], sizes_[i]});
+    FillContent(Key(i), {bytes_.get() + offsets_[i], sizes_[i]}, Label(i));
   }
 }
 
@@ -205,7 +205,8 @@ class SimulatedStorage::Engine {
           continue;
         }
       }
-      FillContent(owner_->Key(p.request.sample), {p.request.dst, bytes});
+      FillContent(owner_->Key(p.request.sample), {p.request.dst, bytes},
+                  owner_->Label(p.request.sample));
       p.callback->OnReadComplete(p.request, static_cast<int64_t>(bytes));
       --inflight_;
       Admit(now);
