@@ -1,6 +1,7 @@
 // Chooses the Device a scenario asks for (gpu.device: auto | cuda | emulated).
 //
-// This build has no CUDA device yet: `auto` picks the emulated device and `cuda` is a
+// `auto` is the CUDA device where this build has CUDA and a GPU is visible, else the
+// emulated one. `cuda` without a GPU, or a model this GPU cannot hold or time, is a
 // SetupError (exit code 2). Thread-safety: a plain function.
 #ifndef STALLSCOPE_GPU_MAKE_DEVICE_H_
 #define STALLSCOPE_GPU_MAKE_DEVICE_H_
@@ -13,6 +14,9 @@
 namespace stallscope {
 
 std::unique_ptr<Device> MakeDevice(const Scenario& scenario);
+
+// True where this build has CUDA and a GPU is visible.
+bool CudaGpuPresent();
 
 }  // namespace stallscope
 

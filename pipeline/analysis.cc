@@ -183,6 +183,19 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   v.gpu_idle_fraction = v.window_seconds > 0 ? idle_seconds / v.window_seconds : 0;
   v.au = v.window_seconds > 0 ? v.busy_seconds / v.window_seconds : 1;
   v.samples_per_second = v.window_seconds > 0 ? window_samples / v.window_seconds : 0;
+  v.gpu = run.device_report;
+  if (!v.gpu.busy_source.empty() && v.gpu.event_busy.size() == n && v.window_seconds > 0) {
+    double events = 0;
+    for (size_t k = w; k < n; ++k) events += v.gpu.event_busy[k];
+    v.event_busy_fraction = events / v.window_seconds;
+  }
+  if (!v.gpu.loss.empty()) {
+    const size_t m = std::min<size_t>(10, v.gpu.loss.size());
+    for (size_t k = 0; k < m; ++k) {
+      v.loss_first += v.gpu.loss[k] / m;
+      v.loss_last += v.gpu.loss[v.gpu.loss.size() - m + k] / m;
+    }
+  }
   v.step_wait_p50 = Quantile(waits, 0.50);
   v.step_wait_p99 = Quantile(waits, 0.99);
 

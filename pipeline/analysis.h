@@ -95,6 +95,11 @@ struct VariantResult {
   std::vector<EpochResult> epochs;
   std::vector<TimelinePoint> timeline;  // 10 to kTimelinePoints slices of the window
   std::string device;
+  // A real GPU's own measurements (empty busy_source on the emulated device). busy_seconds
+  // above is then CUPTI's union of kernel intervals; this is the CUDA-event cross-check.
+  DeviceReport gpu;
+  double event_busy_fraction = 0;  // Σ event-timed step busy in the window / window
+  double loss_first = 0, loss_last = 0;  // mean loss of the first and last 10 steps
 };
 
 constexpr int kTimelinePoints = 100;

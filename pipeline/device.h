@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace stallscope {
 
@@ -42,6 +44,19 @@ struct StepTiming {
   double busy = 0;   // device busy seconds within [start, end]
 };
 
+// What a device measured beyond the step timings (the CUDA device: CUPTI records, CUDA
+// events, the H2D copies and the training loss). Empty for the emulated device.
+struct DeviceReport {
+  std::string busy_source;         // "cupti" or "events" (how StepTiming::busy was measured)
+  std::vector<double> event_busy;  // per step: seconds between CUDA events around the step
+  uint64_t h2d_bytes = 0;          // batches copied host to device
+  double h2d_seconds = 0;          // copy-engine time of those copies
+  double h2d_overlap_seconds = 0;  // of which a training kernel ran at the same time
+  std::vector<float> loss;         // per step: mean training loss of the batch
+  std::vector<std::pair<std::string, double>> facts;  // e.g. model width, calibrated step
+  std::vector<std::string> notes;                     // e.g. why CUPTI was not used
+};
+
 class DeviceError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -63,6 +78,15 @@ class Device {
   virtual StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) = 0;
   // Busy seconds a step takes when fed at once (the GPU's demand: batch / step_seconds).
   virtual double nominal_step_seconds() const = 0;
+
+  // Staging memory the pipeline copies from, offered for pinning (CUDA: cudaHostRegister,
+  // so the copy engine reads it directly). UnpinHost() comes before the memory is freed.
+  virtual void PinHost(void* p, uint64_t bytes) {}
+  virtual void UnpinHost(void* p) {}
+
+  // After the last step: a device that measures the GPU itself may replace each step's busy
+  // seconds (CUPTI's union of kernel intervals) and reports what else it measured.
+  virtual DeviceReport Finish(std::vector<StepTiming>& steps) { return {}; }
 };
 
 }  // namespace stallscope

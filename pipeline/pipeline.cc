@@ -120,9 +120,19 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     slots_.push_back(std::move(slot));
   }
   device_.Prepare(staged_stride_ * batch, batch);
+  // What the copy stage reads is offered to the device for pinning (DMA without a bounce).
+  for (auto& slot : slots_) {
+    device_.PinHost(CopySource(*slot), RoundUp(std::max<uint64_t>(staged_stride_ * batch, 1), 4096));
+  }
 }
 
-Pipeline::~Pipeline() = default;
+Pipeline::~Pipeline() {
+  for (auto& slot : slots_) device_.UnpinHost(CopySource(*slot));
+}
+
+std::byte* Pipeline::CopySource(const Slot& slot) const {
+  return normalize_ ? slot.staged.get() : slot.raw.get();
+}
 
 uint64_t Pipeline::staging_bytes() const {
   const uint64_t per_slot =
@@ -226,6 +236,19 @@ RunRecord Pipeline::Run() {
   // Reads still in flight after a failure write into our slots: wait for them.
   while (reads_outstanding_.load() > 0) std::this_thread::yield();
 
+  if (!failed_) {
+    // The device may know each step's busy time better than the host (CUPTI).
+    std::vector<StepTiming> steps(total_batches_);
+    for (uint64_t b = 0; b < total_batches_; ++b) {
+      steps[b] = {records_[b].step_start, records_[b].step_end, records_[b].step_busy};
+    }
+    try {
+      rec.device_report = device_.Finish(steps);
+      for (uint64_t b = 0; b < total_batches_; ++b) records_[b].step_busy = steps[b].busy;
+    } catch (const std::exception& e) {
+      Fail(std::string("device: ") + e.what());
+    }
+  }
   rec.end = MonotonicSeconds();
   rec.batches = std::move(records_);
   rec.preprocess_stage = preprocess_stage_;
@@ -505,7 +528,7 @@ DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {
   DeviceBatch db;
   db.step = slot.batch;
   db.samples = slot.count;
-  db.data = normalize_ ? slot.staged.get() : slot.raw.get();
+  db.data = CopySource(slot);
   db.row_bytes = staged_stride_;
   db.rows_are_floats = normalize_;
   db.labels = slot.labels.data();

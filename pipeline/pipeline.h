@@ -129,6 +129,7 @@ struct RunRecord {
   std::vector<TierStats> cache;
   // Each tier's eviction count when each epoch's first batch started, and at the end.
   std::vector<std::vector<uint64_t>> tier_evictions;
+  DeviceReport device_report;
   bool failed = false;
   std::string error;
 };
@@ -172,6 +173,7 @@ class Pipeline final : private ReadCallback {
   void MarkReady(Slot& slot);
   void Fail(const std::string& message);
   DeviceBatch MakeDeviceBatch(const Slot& slot) const;
+  std::byte* CopySource(const Slot& slot) const;
 
   // Constant after construction.
   const PipelineOptions options_;

@@ -15,6 +15,30 @@ nlohmann::json Capacity(const std::optional<double>& c) {
 
 }  // namespace
 
+// The real GPU's measurements: busy time two ways, the H2D copies, the model and its loss.
+static nlohmann::json GpuToJson(const VariantResult& v) {
+  const DeviceReport& g = v.gpu;
+  nlohmann::json model = nlohmann::json::object();
+  for (const auto& [key, value] : g.facts) model[key] = value;
+  nlohmann::json curve = nlohmann::json::array();
+  const size_t stride = std::max<size_t>(1, g.loss.size() / 200);
+  for (size_t k = 0; k < g.loss.size(); k += stride) curve.push_back({k, g.loss[k]});
+  return {
+      {"busy_source", g.busy_source},
+      {"busy_fraction", 1 - v.gpu_idle_fraction},
+      {"event_busy_fraction", v.event_busy_fraction},
+      {"h2d",
+       {{"bytes", g.h2d_bytes},
+        {"seconds", g.h2d_seconds},
+        {"bytes_per_second", g.h2d_seconds > 0 ? g.h2d_bytes / g.h2d_seconds : 0.0},
+        {"overlap_fraction", g.h2d_seconds > 0 ? g.h2d_overlap_seconds / g.h2d_seconds : 0.0}}},
+      {"model", model},
+      {"loss", {{"first", v.loss_first}, {"last", v.loss_last}, {"steps", g.loss.size()},
+                {"curve", curve}}},
+      {"notes", g.notes},
+  };
+}
+
 nlohmann::json VariantToJson(const VariantResult& v) {
   nlohmann::json bytes = {{"storage", v.bytes_storage}};
   for (const auto& [tier, n] : v.bytes_by_tier) bytes[tier] = n;
@@ -49,7 +73,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                         {"queue_preprocessing", p.queue_preprocessing},
                         {"queue_fetching", p.queue_fetching}});
   }
-  return {
+  nlohmann::json out = {
       {"timeline", timeline},
       {"name", v.name},
       {"device", v.device},
@@ -88,6 +112,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"step_wait_seconds", {{"p50", v.step_wait_p50}, {"p99", v.step_wait_p99}}},
       {"epochs", epochs},
   };
+  if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
+  return out;
 }
 
 nlohmann::json ResultDocument(const std::string& scenario, const std::string& mode,
@@ -159,6 +185,34 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
     return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
   });
   add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
+  const bool any_gpu = std::any_of(vs.begin(), vs.end(),
+                                   [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
+  if (any_gpu) {
+    auto gpu = [&](std::string label, auto cell) {
+      add(std::move(label), [cell](const VariantResult& v) {
+        return v.gpu.busy_source.empty() ? std::string("-") : cell(v);
+      });
+    };
+    gpu("GPU busy CUPTI / events", [&](const VariantResult& v) {
+      return fmt::format("{} / {}", pct(1 - v.gpu_idle_fraction), pct(v.event_busy_fraction));
+    });
+    gpu("H2D GB/s, overlapped", [&](const VariantResult& v) {
+      const double s = v.gpu.h2d_seconds;
+      return fmt::format("{:.1f}, {}", s > 0 ? v.gpu.h2d_bytes / s / 1e9 : 0.0,
+                         pct(s > 0 ? v.gpu.h2d_overlap_seconds / s : 0.0));
+    });
+    gpu("loss first / last", [](const VariantResult& v) {
+      return fmt::format("{:.3f} / {:.3f}", v.loss_first, v.loss_last);
+    });
+    gpu("model width, step", [](const VariantResult& v) {
+      double width = 0, step = 0;
+      for (const auto& [k, x] : v.gpu.facts) {
+        if (k == "hidden_width") width = x;
+        if (k == "calibrated_step_seconds" || k == "measured_step_seconds") step = x;
+      }
+      return fmt::format("{:.0f}, {}", width, FormatDuration(step));
+    });
+  }
 
   size_t label_w = 0;
   std::vector<size_t> col_w(vs.size(), 0);

@@ -30,12 +30,6 @@ void CheckRunnable(const Scenario& s) {
       throw SetupError(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
     }
   }
-  if (s.gpu.device == "cuda") {
-    throw SetupError(fmt::format(
-        "{}: gpu.device: cuda is not available in this build (no CUDA device support yet); use "
-        "emulated or auto",
-        s.file));
-  }
 }
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {

@@ -19,6 +19,9 @@
 
 #include "cache/cache.h"
 #include "gpu/make_device.h"
+#ifdef STALLSCOPE_HAVE_CUDA
+#include "gpu/kernel_ladder.h"
+#endif
 #include "pipeline/bench_dir.h"
 #include "pipeline/html_report.h"
 #include "pipeline/metrics.h"
@@ -396,6 +399,87 @@ int Gen(const std::string& dir, uint64_t samples, const std::string& size_text,
   return 0;
 }
 
+// `stallscope kernels`: the GEMM ladder against cuBLAS on this GPU.
+int Kernels(const std::string& sizes_text, const std::string& json_path, bool quiet) {
+  std::vector<int> sizes;
+  size_t pos = 0;
+  while (pos <= sizes_text.size()) {
+    const size_t comma = std::min(sizes_text.find(',', pos), sizes_text.size());
+    const std::string item = sizes_text.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 128 || n > 16384 || n % 128 != 0) {
+      std::fprintf(stderr,
+                   "stallscope kernels: --sizes: '%s' is not a size; give multiples of 128 from "
+                   "128 to 16384, e.g. --sizes 1024,4096,8192\n",
+                   item.c_str());
+      return kExitBadInput;
+    }
+    sizes.push_back(static_cast<int>(n));
+    pos = comma + 1;
+  }
+#ifndef STALLSCOPE_HAVE_CUDA
+  (void)json_path;
+  (void)quiet;
+  std::fprintf(stderr, "stallscope kernels: this stallscope was built without CUDA (no nvcc)\n");
+  return kExitBadInput;
+#else
+  if (!CudaGpuPresent()) {
+    std::fprintf(stderr,
+                 "stallscope kernels: no CUDA GPU is visible to this process; the ladder runs "
+                 "only on a GPU host\n");
+    return kExitBadInput;
+  }
+  gpu::LadderOptions o;
+  o.sizes = sizes;
+  if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const gpu::LadderResult r = gpu::RunKernelLadder(o);
+  std::string out = fmt::format(
+      "GEMM ladder on {} (C = A·B, n×n×n) | device-to-device copy {:.0f} GB/s | cuBLAS peak "
+      "fp32 {:.1f}, bf16 {:.1f} TFLOP/s\n\n",
+      r.device, r.copy_bandwidth / 1e9, r.peak_fp32 / 1e12, r.peak_bf16 / 1e12);
+  out += fmt::format("{:>6}  {:<20} {:<5} {:>10} {:>9} {:>9} {:>9}  {:<7} {}\n", "n", "kernel",
+                     "prec", "ms", "TFLOP/s", "% cuBLAS", "rel.err", "valid", "bound");
+  nlohmann::json rows = nlohmann::json::array();
+  bool all_valid = true;
+  for (const gpu::LadderRow& row : r.rows) {
+    if (!row.ran) {
+      out += fmt::format("{:>6}  {:<20} {:<5} {:>10}\n", row.size, row.kernel, row.precision,
+                         "skipped (slow rung at this size)");
+      continue;
+    }
+    all_valid = all_valid && row.valid;
+    out += fmt::format("{:>6}  {:<20} {:<5} {:>10.3f} {:>9.1f} {:>8.1f}% {:>9.1e}  {:<7} {}\n",
+                       row.size, row.kernel, row.precision, row.ms, row.tflops,
+                       row.percent_of_cublas, row.relative_error, row.valid ? "yes" : "NO",
+                       row.bound);
+    rows.push_back({{"size", row.size}, {"kernel", row.kernel}, {"precision", row.precision},
+                    {"ms", row.ms}, {"tflops", row.tflops},
+                    {"percent_of_cublas", row.percent_of_cublas},
+                    {"relative_error", row.relative_error}, {"error_bound", row.error_bound},
+                    {"valid", row.valid}, {"bound", row.bound}});
+  }
+  std::fputs(out.c_str(), stdout);
+  if (!json_path.empty()) {
+    const nlohmann::json doc = {{"device", r.device},
+                                {"copy_bytes_per_second", r.copy_bandwidth},
+                                {"peak_flops", {{"fp32", r.peak_fp32}, {"bf16", r.peak_bf16}}},
+                                {"rows", rows}};
+    std::ofstream f(json_path);
+    f << doc.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "stallscope kernels: cannot write %s\n", json_path.c_str());
+      return kExitRunFailed;
+    }
+  }
+  if (!all_valid) {
+    std::fprintf(stderr, "stallscope kernels: a kernel failed validation (valid = NO above)\n");
+    return kExitRunFailed;
+  }
+  return 0;
+#endif
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "stallscope: is the data pipeline starving the GPU, by how much, why, and what would fix "
@@ -407,7 +491,8 @@ int Main(int argc, char** argv) {
       "  stallscope gen /tmp/ds --samples 5000 --size 112KiB:20KiB\n"
       "  stallscope validate my.yaml\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
-      "  stallscope report r.json -o report.html\n\n"
+      "  stallscope report r.json -o report.html\n"
+      "  stallscope kernels --sizes 1024,4096   (GPU hosts)\n\n"
       "Exit codes: 0 success, 1 the run failed, 2 bad usage or input (nothing was run).",
       "stallscope"};
   app.require_subcommand(1);
@@ -481,6 +566,16 @@ int Main(int argc, char** argv) {
                         "MLPerf Storage H100 workload: resnet50 (batch 400, 0.224 s), unet3d "
                         "(batch 7, 0.323 s) or cosmoflow (batch 1, 0.0035 s)");
 
+  std::string kernel_sizes = "1024,4096,8192", kernels_json;
+  auto* kernels = app.add_subcommand(
+      "kernels",
+      "Run the GEMM kernel ladder (naive -> ... -> tensor cores) against cuBLAS on this GPU: "
+      "each version validated against a float64 reference, then timed with CUDA events");
+  kernels->add_option("--sizes", kernel_sizes, "Matrix sizes n (n x n x n), multiples of 128")
+      ->capture_default_str();
+  kernels->add_option("--json", kernels_json, "Write every row to this JSON file");
+  kernels->add_flag("--quiet", quiet, "No progress lines");
+
   std::vector<std::string> report_inputs;
   std::string report_output = "report.html";
   auto* report = app.add_subcommand(
@@ -506,6 +601,7 @@ int Main(int argc, char** argv) {
     if (*validate) return Validate(validate_path);
     if (*report) return Report(report_inputs, report_output, quiet);
     if (*bench_dir) return BenchDir(bench, training, bench_json);
+    if (*kernels) return Kernels(kernel_sizes, kernels_json, quiet);
     if (*gen) return Gen(gen_dir, gen_samples, gen_size, gen_format, gen_classes, gen_seed, quiet);
   } catch (const RunError& e) {
     std::fprintf(stderr, "stallscope: run failed: %s\n", e.what());

@@ -1,0 +1,339 @@
+#include "gpu/cuda_device.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "gpu/cuda_util.h"
+#include "gpu/cupti_busy.h"
+#include "gpu/mlp_model.h"
+#include "pipeline/units.h"
+
+namespace stallscope::gpu {
+namespace {
+
+constexpr int kMaxHidden = 65536;
+
+std::string Gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+// Calibrated widths by shape and target, so variants of one scenario calibrate once.
+std::mutex calibration_mu;
+std::map<std::string, std::pair<int, double>> calibrations;
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+};
+
+}  // namespace
+
+struct CudaDevice::Impl {
+  CudaDeviceOptions options;
+  cudaDeviceProp prop{};
+  cublasHandle_t cublas = nullptr;
+  cudaStream_t copy_stream = nullptr, compute_stream = nullptr;
+  MlpShape shape;
+  std::unique_ptr<MlpModel> model;
+  double step_seconds = 0;  // measured for the final model
+  bool calibrated = false;
+  DeviceBuffer<std::byte> inputs[2];
+  DeviceBuffer<uint32_t> labels[2];
+  uint32_t* pinned_labels[2] = {nullptr, nullptr};
+  uint64_t input_capacity = 0;
+  uint32_t label_capacity = 0;
+  std::unique_ptr<Event> copy_start[2], copy_done[2], step_start, step_end;
+  std::vector<double> event_busy;
+  uint64_t h2d_bytes = 0;
+  double h2d_event_seconds = 0;
+  uint64_t steps = 0;
+  double prepared_at = 0;
+  bool cupti = false;
+  std::string cupti_note;
+  std::vector<void*> pinned;
+
+  // Seconds per training step of a model of `hidden` width (median of timed synthetic
+  // steps after warm-up), or a negative value when it does not fit in device memory.
+  double MeasureStep(int hidden, std::unique_ptr<MlpModel>* keep) {
+    MlpShape s = shape;
+    s.hidden = hidden;
+    size_t free = 0, total = 0;
+    STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
+    if (static_cast<double>(MlpModel::DeviceBytes(s, options.own_gemm)) > 0.85 * free) return -1;
+    auto m = std::make_unique<MlpModel>(s, options.own_gemm, cublas, compute_stream, options.seed);
+    for (int i = 0; i < 2; ++i) m->EnqueueSyntheticStep(i);
+    STALLSCOPE_CUDA(cudaStreamSynchronize(compute_stream));
+    std::vector<double> times;
+    Event a, b;
+    for (int i = 0; i < 5; ++i) {
+      STALLSCOPE_CUDA(cudaEventRecord(a.get(), compute_stream));
+      m->EnqueueSyntheticStep(2 + i);
+      STALLSCOPE_CUDA(cudaEventRecord(b.get(), compute_stream));
+      STALLSCOPE_CUDA(cudaEventSynchronize(b.get()));
+      times.push_back(b.MillisecondsSince(a) / 1000.0);
+    }
+    std::sort(times.begin(), times.end());
+    if (keep) *keep = std::move(m);
+    return times[times.size() / 2];
+  }
+
+  std::string Where() const {
+    return options.scenario_file.empty() ? std::string("gpu.model") : options.scenario_file + ": gpu.model";
+  }
+
+  void Calibrate() {
+    const double target = options.step_time;
+    const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers,
+                                        shape.classes, target, options.own_gemm);
+    {
+      std::lock_guard lock(calibration_mu);
+      if (auto it = calibrations.find(key); it != calibrations.end()) {
+        step_seconds = MeasureStep(it->second.first, &model);
+        calibrated = true;
+        return;
+      }
+    }
+    int lo = 128;
+    const double t_lo = MeasureStep(lo, nullptr);
+    if (t_lo < 0) {
+      throw CudaSetupError(fmt::format("{}: even hidden width 128 does not fit in {}'s free memory",
+                                       Where(), prop.name));
+    }
+    if (t_lo > target * 1.05) {
+      throw CudaSetupError(fmt::format(
+          "{}: gpu.step_time {} cannot be reached on {}: the narrowest model (hidden 128, batch "
+          "{}, {} layers) already takes {} per step; raise gpu.step_time or lower "
+          "loader.batch_size / gpu.model.layers",
+          Where(), FormatDuration(target), prop.name, shape.batch, shape.layers,
+          FormatDuration(t_lo)));
+    }
+    int hi = lo;
+    double t_hi = t_lo;
+    while (t_hi < target) {
+      if (hi >= kMaxHidden) break;
+      const int next = std::min(hi * 2, kMaxHidden);
+      const double t = MeasureStep(next, nullptr);
+      if (t < 0) break;  // does not fit
+      lo = hi;
+      hi = next;
+      t_hi = t;
+    }
+    if (t_hi < target * 0.95) {
+      throw CudaSetupError(fmt::format(
+          "{}: gpu.step_time {} cannot be reached on {}: the widest model that fits (hidden {}) "
+          "takes {} per step; lower gpu.step_time or raise loader.batch_size / gpu.model.layers",
+          Where(), FormatDuration(target), prop.name, hi, FormatDuration(t_hi)));
+    }
+    // Bisect on multiples of 128 until the bracket is one step wide.
+    while (hi - lo > 128) {
+      const int mid = (lo + hi) / 2 / 128 * 128;
+      const double t = MeasureStep(mid, nullptr);
+      if (t < 0 || t >= target) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    const double t_a = MeasureStep(lo, nullptr);
+    const int width = std::abs(t_a - target) <= std::abs(t_hi - target) ? lo : hi;
+    step_seconds = MeasureStep(width, &model);
+    calibrated = true;
+    std::lock_guard lock(calibration_mu);
+    calibrations[key] = {width, step_seconds};
+  }
+};
+
+CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.options = o;
+  if (CudaDeviceCount() == 0) {
+    throw CudaSetupError(fmt::format(
+        "{}gpu.device: cuda: no CUDA GPU is visible to this process (cudaGetDeviceCount found "
+        "none); use gpu.device: emulated, or auto to pick the GPU only where there is one",
+        o.scenario_file.empty() ? "" : o.scenario_file + ": "));
+  }
+  STALLSCOPE_CUDA(cudaSetDevice(0));
+  STALLSCOPE_CUDA(cudaGetDeviceProperties(&d.prop, 0));
+  STALLSCOPE_CUDA(cudaFree(nullptr));  // create the context now, not on the first copy
+  if (o.cupti) {
+    d.cupti = CuptiRecorder::Instance().Start(&d.cupti_note);
+  } else {
+    d.cupti_note = "CUPTI disabled";
+  }
+  STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&d.copy_stream, cudaStreamNonBlocking));
+  STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&d.compute_stream, cudaStreamNonBlocking));
+  STALLSCOPE_CUBLAS(cublasCreate(&d.cublas));
+  STALLSCOPE_CUBLAS(cublasSetStream(d.cublas, d.compute_stream));
+  for (int i = 0; i < 2; ++i) {
+    d.copy_start[i] = std::make_unique<Event>();
+    d.copy_done[i] = std::make_unique<Event>();
+  }
+  d.step_start = std::make_unique<Event>();
+  d.step_end = std::make_unique<Event>();
+  d.shape = MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.input),
+                     static_cast<int>(o.hidden), static_cast<int>(o.layers),
+                     static_cast<int>(o.classes)};
+  if (o.hidden == 0) {
+    d.Calibrate();
+  } else {
+    size_t free = 0, total = 0;
+    STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
+    const uint64_t need = MlpModel::DeviceBytes(d.shape, o.own_gemm);
+    if (static_cast<double>(need) > 0.9 * free) {
+      throw CudaSetupError(fmt::format(
+          "{}: the model (input {}, hidden {}, {} layers, {} classes, batch {}) needs {} of "
+          "device memory; {} has {} free of {}",
+          d.Where(), o.input, o.hidden, o.layers, o.classes, o.batch_size, Gib(need), d.prop.name,
+          Gib(free), Gib(total)));
+    }
+    d.step_seconds = d.MeasureStep(static_cast<int>(o.hidden), &d.model);
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  Impl& d = *impl_;
+  if (d.compute_stream) cudaStreamSynchronize(d.compute_stream);
+  if (d.copy_stream) cudaStreamSynchronize(d.copy_stream);
+  d.model.reset();
+  for (void* p : d.pinned) cudaHostUnregister(p);
+  for (uint32_t* p : d.pinned_labels) {
+    if (p) cudaFreeHost(p);
+  }
+  if (d.cublas) cublasDestroy(d.cublas);
+  if (d.copy_stream) cudaStreamDestroy(d.copy_stream);
+  if (d.compute_stream) cudaStreamDestroy(d.compute_stream);
+}
+
+std::string CudaDevice::name() const { return std::string("cuda:") + impl_->prop.name; }
+
+double CudaDevice::nominal_step_seconds() const { return impl_->step_seconds; }
+int CudaDevice::hidden_width() const { return impl_->model ? impl_->model->padded_hidden() : 0; }
+double CudaDevice::calibrated_step_seconds() const { return impl_->step_seconds; }
+
+void CudaDevice::Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) {
+  Impl& d = *impl_;
+  if (max_batch_samples > d.options.batch_size) {
+    throw DeviceError(fmt::format("batches of {} samples exceed the model's batch of {}",
+                                  max_batch_samples, d.options.batch_size));
+  }
+  for (int i = 0; i < 2; ++i) {
+    d.inputs[i] = DeviceBuffer<std::byte>(std::max<uint64_t>(max_batch_bytes, 1));
+    d.labels[i] = DeviceBuffer<uint32_t>(std::max<uint32_t>(max_batch_samples, 1));
+    if (!d.pinned_labels[i]) {
+      STALLSCOPE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&d.pinned_labels[i]),
+                                    d.options.batch_size * sizeof(uint32_t), cudaHostAllocDefault));
+    }
+  }
+  d.input_capacity = max_batch_bytes;
+  d.label_capacity = max_batch_samples;
+  d.event_busy.clear();
+  d.h2d_bytes = 0;
+  d.h2d_event_seconds = 0;
+  d.steps = 0;
+  if (d.cupti) {  // drop the calibration's records
+    std::vector<Interval> k, c;
+    CuptiRecorder::Instance().Collect(&k, &c);
+  }
+  d.prepared_at = MonotonicSeconds();
+}
+
+void CudaDevice::PinHost(void* p, uint64_t bytes) {
+  STALLSCOPE_CUDA(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
+  impl_->pinned.push_back(p);
+}
+
+void CudaDevice::UnpinHost(void* p) {
+  auto& v = impl_->pinned;
+  auto it = std::find(v.begin(), v.end(), p);
+  if (it == v.end()) return;
+  cudaHostUnregister(p);
+  v.erase(it);
+}
+
+double CudaDevice::CopyIn(int buffer, const DeviceBatch& batch) {
+  Impl& d = *impl_;
+  if (batch.bytes() > d.input_capacity || batch.samples > d.label_capacity) {
+    throw DeviceError("batch larger than the device input buffer");
+  }
+  NvtxRange range("stallscope: H2D copy");
+  if (batch.labels) std::memcpy(d.pinned_labels[buffer], batch.labels, batch.samples * sizeof(uint32_t));
+  STALLSCOPE_CUDA(cudaEventRecord(d.copy_start[buffer]->get(), d.copy_stream));
+  STALLSCOPE_CUDA(cudaMemcpyAsync(d.inputs[buffer].get(), batch.data, batch.bytes(),
+                                  cudaMemcpyHostToDevice, d.copy_stream));
+  STALLSCOPE_CUDA(cudaMemcpyAsync(d.labels[buffer].get(), d.pinned_labels[buffer],
+                                  batch.samples * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                                  d.copy_stream));
+  STALLSCOPE_CUDA(cudaEventRecord(d.copy_done[buffer]->get(), d.copy_stream));
+  STALLSCOPE_CUDA(cudaEventSynchronize(d.copy_done[buffer]->get()));
+  const double seconds = d.copy_done[buffer]->MillisecondsSince(*d.copy_start[buffer]) / 1000.0;
+  d.h2d_bytes += batch.bytes();
+  d.h2d_event_seconds += seconds;
+  return seconds;
+}
+
+StepTiming CudaDevice::Step(int buffer, const DeviceBatch& batch, double earliest_start) {
+  Impl& d = *impl_;
+  NvtxRange range("stallscope: training step");
+  StepTiming t;
+  STALLSCOPE_CUDA(cudaStreamWaitEvent(d.compute_stream, d.copy_done[buffer]->get(), 0));
+  t.start = MonotonicSeconds();
+  STALLSCOPE_CUDA(cudaEventRecord(d.step_start->get(), d.compute_stream));
+  d.model->EnqueueStep(d.inputs[buffer].get(), batch.rows_are_floats, batch.row_bytes,
+                       static_cast<int>(batch.samples), d.labels[buffer].get(), d.steps);
+  STALLSCOPE_CUDA(cudaEventRecord(d.step_end->get(), d.compute_stream));
+  STALLSCOPE_CUDA(cudaEventSynchronize(d.step_end->get()));
+  t.end = MonotonicSeconds();
+  const double busy = d.step_end->MillisecondsSince(*d.step_start) / 1000.0;
+  d.event_busy.push_back(busy);
+  t.busy = std::min(busy, t.end - t.start);
+  ++d.steps;
+  return t;
+}
+
+DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
+  Impl& d = *impl_;
+  DeviceReport r;
+  r.event_busy = d.event_busy;
+  r.h2d_bytes = d.h2d_bytes;
+  r.h2d_seconds = d.h2d_event_seconds;
+  r.loss = d.model->Losses(d.steps);
+  if (d.cupti) {
+    std::vector<Interval> kernels, copies;
+    CuptiRecorder::Instance().Collect(&kernels, &copies);
+    std::erase_if(copies, [&](const Interval& i) { return i.start < d.prepared_at; });
+    const std::vector<Interval> merged = Merge(kernels);
+    if (merged.empty() && !steps.empty()) {
+      d.cupti = false;
+      d.cupti_note = "CUPTI returned no kernel records; busy time from CUDA events";
+    } else {
+      for (StepTiming& s : steps) s.busy = CoveredSeconds(merged, s.start, s.end);
+      double copy_seconds = 0;
+      for (const Interval& c : copies) copy_seconds += c.end - c.start;
+      if (copy_seconds > 0) r.h2d_seconds = copy_seconds;
+      r.h2d_overlap_seconds = OverlapSeconds(copies, kernels);
+      if (const uint64_t lost = CuptiRecorder::Instance().dropped()) {
+        r.notes.push_back(fmt::format("CUPTI dropped {} activity records", lost));
+      }
+    }
+  }
+  r.busy_source = d.cupti ? "cupti" : "events";
+  if (!d.cupti) r.notes.push_back(d.cupti_note);
+  r.facts.emplace_back("hidden_width", d.model->padded_hidden());
+  r.facts.emplace_back("layers", d.shape.layers);
+  r.facts.emplace_back(d.calibrated ? "calibrated_step_seconds" : "measured_step_seconds",
+                       d.step_seconds);
+  r.facts.emplace_back("target_step_seconds", d.calibrated ? d.options.step_time : 0.0);
+  r.facts.emplace_back("step_tflops", MlpModel::StepFlops({d.shape.batch, d.shape.input,
+                                                           d.model->padded_hidden(),
+                                                           d.shape.layers, d.shape.classes}) /
+                                          std::max(d.step_seconds, 1e-12) / 1e12);
+  r.facts.emplace_back("learning_rate", d.model->learning_rate());
+  return r;
+}
+
+}  // namespace stallscope::gpu

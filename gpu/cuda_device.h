@@ -1,0 +1,69 @@
+// CudaDevice: the pipeline's batches on a real GPU.
+//
+// Staging slots are the pipeline's own page-aligned buffers, pinned with cudaHostRegister
+// (so the same memory can later be an io_uring fixed buffer). CopyIn() copies a batch and its
+// labels on the copy stream into one of two device input buffers and records an event; the
+// slot is released when that event completes. Step() makes the compute stream wait on the
+// event and enqueues one real training step of an MLP (gpu/mlp_model.h) on it, so the copy
+// of batch k+1 overlaps the step of batch k. NVTX ranges name the H2D copy and the step.
+//
+// Busy time: every step is bracketed by CUDA events; CUPTI records every kernel, and at the
+// end (Finish) each step's busy time becomes the union of its kernels' intervals, with the
+// event times kept as the cross-check. With gpu.model.hidden 0 the hidden width is calibrated
+// at construction so that one step takes gpu.step_time.
+//
+// Thread-safety: CopyIn() (copy thread) and Step() (device thread) run concurrently on
+// different buffers, as the Device interface allows; the rest is single-threaded.
+#ifndef STALLSCOPE_GPU_CUDA_DEVICE_H_
+#define STALLSCOPE_GPU_CUDA_DEVICE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/device.h"
+
+namespace stallscope::gpu {
+
+struct CudaDeviceOptions {
+  std::string scenario_file;  // for error messages
+  uint32_t batch_size = 256;
+  uint32_t input = 1024, hidden = 0, layers = 4, classes = 100;
+  double step_time = 0.050;  // calibration target when hidden == 0
+  bool own_gemm = false;
+  uint64_t seed = 1;
+  bool cupti = true;
+};
+
+// Thrown for what the user asked that this GPU cannot do (too large, unreachable step time):
+// the CLI maps it to exit code 2.
+class CudaSetupError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(const CudaDeviceOptions& options);
+  ~CudaDevice() override;
+
+  std::string name() const override;
+  void Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) override;
+  double CopyIn(int buffer, const DeviceBatch& batch) override;
+  StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) override;
+  double nominal_step_seconds() const override;
+  void PinHost(void* p, uint64_t bytes) override;
+  void UnpinHost(void* p) override;
+  DeviceReport Finish(std::vector<StepTiming>& steps) override;
+
+  int hidden_width() const;
+  double calibrated_step_seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stallscope::gpu
+
+#endif  // STALLSCOPE_GPU_CUDA_DEVICE_H_

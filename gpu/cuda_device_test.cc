@@ -1,0 +1,171 @@
+// The CUDA device and kernels. Tests that need a GPU skip themselves where none is visible
+// (CI, the development machine); the no-GPU test runs only there.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gpu/cuda_device.h"
+#include "gpu/cuda_util.h"
+#include "gpu/kernel_ladder.h"
+#include "gpu/kernels/gemm.h"
+#include "gpu/make_device.h"
+#include "gpu/mlp_model.h"
+#include "pipeline/runner.h"
+#include "pipeline/scenario.h"
+
+namespace stallscope::gpu {
+namespace {
+
+#define REQUIRE_GPU() \
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA GPU visible"
+
+Scenario FromYaml(const std::string& yaml) {
+  return ScenarioFile::Parse(yaml, "gpu.yaml").Resolve("base");
+}
+
+VariantResult RunOnGpu(const Scenario& s) {
+  auto storage = MakeStorage(s, /*quiet=*/true);
+  auto device = MakeDevice(s);
+  return RunVariant(s, *storage, *device, RunHooks{.quiet = true});
+}
+
+TEST(CudaDevice, WithoutAGpuCudaIsAClearSetupError) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is visible here";
+  const Scenario s = FromYaml("gpu: {device: cuda}\n");
+  try {
+    MakeDevice(s);
+    FAIL() << "expected a SetupError";
+  } catch (const SetupError& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA GPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gpu.yaml"), std::string::npos) << e.what();
+  }
+  // auto falls back to the emulated device.
+  EXPECT_EQ(MakeDevice(FromYaml("gpu: {device: auto}\n"))->name(), "emulated");
+}
+
+// Every rung of the ladder against a float64 CPU reference on a non-square shape.
+TEST(GemmLadder, EveryKernelMatchesTheReference) {
+  REQUIRE_GPU();
+  const int m = 256, n = 384, k = 160;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(m * k), b(k * n);
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  std::vector<double> ref(m * n, 0);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p)
+      for (int j = 0; j < n; ++j) ref[i * n + j] += static_cast<double>(a[i * k + p]) * b[p * n + j];
+  auto bf16 = [](float x) {  // round to nearest even, as __float2bfloat16_rn
+    uint32_t u32;
+    std::memcpy(&u32, &x, 4);
+    u32 += 0x7fff + ((u32 >> 16) & 1);
+    return static_cast<uint16_t>(u32 >> 16);
+  };
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a16[i] = bf16(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b16[i] = bf16(b[i]);
+  DeviceBuffer<float> da(a.size()), db(b.size()), dc(m * n);
+  DeviceBuffer<uint16_t> da16(a.size()), db16(b.size());
+  STALLSCOPE_CUDA(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(da16.get(), a16.data(), a.size() * 2, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(db16.get(), b16.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  for (int v = 0; v <= static_cast<int>(GemmKernel::kTensorCoreBf16); ++v) {
+    const auto kernel = static_cast<GemmKernel>(v);
+    ASSERT_EQ(GemmShapeError(kernel, m, n, k), "");
+    STALLSCOPE_CUDA(cudaMemset(dc.get(), 0xff, m * n * 4));  // NaN: every element must be written
+    const bool half = GemmKernelIsBf16(kernel);
+    STALLSCOPE_CUDA(LaunchGemm(kernel, m, n, k, half ? static_cast<void*>(da16.get()) : da.get(),
+                               half ? static_cast<void*>(db16.get()) : db.get(), dc.get(), nullptr));
+    STALLSCOPE_CUDA(cudaDeviceSynchronize());
+    std::vector<float> c(m * n);
+    STALLSCOPE_CUDA(cudaMemcpy(c.data(), dc.get(), c.size() * 4, cudaMemcpyDeviceToHost));
+    double diff = 0, norm = 0;
+    for (int i = 0; i < m * n; ++i) {
+      ASSERT_TRUE(std::isfinite(c[i])) << GemmKernelName(kernel) << " left element " << i;
+      diff += (c[i] - ref[i]) * (c[i] - ref[i]);
+      norm += ref[i] * ref[i];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), half ? 1e-2 : 1e-5) << GemmKernelName(kernel);
+  }
+  EXPECT_NE(GemmShapeError(GemmKernel::kDoubleBuffered, 100, 128, 32), "");
+}
+
+// The own-GEMM path (transposes + ladder kernel) trains exactly like cuBLAS.
+TEST(MlpModel, OwnGemmMatchesCublas) {
+  REQUIRE_GPU();
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  const MlpShape shape{128, 256, 256, 3, 10};
+  std::vector<float> losses[2];
+  for (int own = 0; own < 2; ++own) {
+    MlpModel m(shape, own == 1, h, nullptr, 5);
+    for (int i = 0; i < 5; ++i) m.EnqueueSyntheticStep(i);
+    losses[own] = m.Losses(5);
+  }
+  cublasDestroy(h);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(losses[0][i], losses[1][i], 1e-3 * std::abs(losses[0][i])) << "step " << i;
+  }
+  EXPECT_LT(losses[0][4], losses[0][0]);  // memorizing one batch: the loss falls
+}
+
+const char* kComputeBound = R"(
+dataset: {samples: 8192, sample_size: 4KiB, classes: 100}
+storage: {kind: memory}
+loader: {batch_size: 256, prefetch: 8, workers: 4, preprocess: {kind: normalize}}
+gpu: {device: cuda, step_time: 20ms, model: {input: 1024, hidden: 0, layers: 4, classes: 100}}
+run: {epochs: 10, verify: false}
+)";
+
+// A run fed from RAM: the GPU is busy nearly all the window, CUPTI and events agree, the
+// loss falls, and every batch's bytes crossed to the device.
+TEST(CudaDevice, ComputeBoundRunIsBusyAndLearns) {
+  REQUIRE_GPU();
+  const Scenario s = FromYaml(kComputeBound);
+  const VariantResult v = RunOnGpu(s);
+  EXPECT_EQ(v.gpu.busy_source, "cupti") << (v.gpu.notes.empty() ? "" : v.gpu.notes[0]);
+  EXPECT_LT(v.gpu_idle_fraction, 0.05);
+  EXPECT_NEAR(1 - v.gpu_idle_fraction, v.event_busy_fraction, 0.01);
+  EXPECT_LT(v.loss_last, 0.5 * v.loss_first) << v.loss_first << " -> " << v.loss_last;
+  EXPECT_EQ(v.gpu.h2d_bytes, 10ULL * 8192 * 4096 * sizeof(float));
+  EXPECT_GT(v.gpu.h2d_overlap_seconds, 0.5 * v.gpu.h2d_seconds);
+  double calibrated = 0;
+  for (const auto& [k, x] : v.gpu.facts) {
+    if (k == "calibrated_step_seconds") calibrated = x;
+  }
+  EXPECT_NEAR(calibrated, 0.020, 0.004);
+}
+
+TEST(CudaDevice, ImpossibleModelsAreSetupErrors) {
+  REQUIRE_GPU();
+  Scenario s = FromYaml(kComputeBound);
+  s.gpu.model.hidden = 1 << 20;  // 4 TiB of weights
+  EXPECT_THROW(MakeDevice(s), SetupError);
+  s.gpu.model.hidden = 0;
+  s.gpu.step_time = 1e-6;  // shorter than any step
+  try {
+    MakeDevice(s);
+    FAIL() << "expected a SetupError";
+  } catch (const SetupError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be reached"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KernelLadder, SmallSizeValidatesEveryVersion) {
+  REQUIRE_GPU();
+  LadderOptions o;
+  o.sizes = {512};
+  const LadderResult r = RunKernelLadder(o);
+  ASSERT_EQ(r.rows.size(), 9u);
+  for (const LadderRow& row : r.rows) {
+    EXPECT_TRUE(row.ran && row.valid) << row.kernel << " error " << row.relative_error;
+    EXPECT_GT(row.tflops, 0) << row.kernel;
+  }
+  EXPECT_GT(r.copy_bandwidth, 1e11);
+}
+
+}  // namespace
+}  // namespace stallscope::gpu

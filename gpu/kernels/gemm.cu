@@ -1,0 +1,376 @@
+// The GEMM ladder: C = A · B, row-major, each version adding one idea to the one before.
+//
+//   1 naive           one thread per element of C; threadIdx.x runs down a column of C, so a
+//                     warp reads 32 different rows of A (32 transactions) and writes C strided.
+//   2 coalesced       threadIdx.x runs along a row of C: a warp reads one row of B and writes
+//                     one row of C in whole 128-byte lines; A's value is a broadcast.
+//   3 shared-tiled    32×32 tiles of A and B are staged in shared memory, so each global value
+//                     is read once per tile instead of once per multiply-add.
+//   4 register-2d     a 128×128 block tile, each thread computing an 8×8 sub-tile held in
+//                     registers: 16 multiply-adds per pair of shared-memory loads, not 1.
+//   5 vectorized      float4 loads from global and shared memory; the A tile is stored
+//                     transposed and each thread owns two 4-wide strips 64 apart, so a warp's
+//                     shared-memory reads hit 32 distinct banks and C is written as float4.
+//   6 double-buffered two shared-memory buffers: the next K-tile is loaded into registers
+//                     while the current one is computed, one barrier per tile.
+//   7 tensor-core     bf16 inputs, fp32 accumulation on the tensor cores (mma.sync
+//                     m16n8k16); ldmatrix from padded (conflict-free) shared memory, filled
+//                     by a 4-stage cp.async pipeline, 128×128×32 block tiles, 64×32 per warp.
+//
+// cuBLAS (fp32 SGEMM and bf16 GemmEx) is the bar; the ladder's driver is gpu/kernel_ladder.cc.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "gpu/kernels/gemm.h"
+
+namespace stallscope::gpu {
+namespace {
+
+// --- 1 naive ------------------------------------------------------------------------------
+__global__ void GemmNaive(int m, int n, int k, const float* a, const float* b, float* c) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  float acc = 0;
+  for (int i = 0; i < k; ++i) acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
+  c[static_cast<int64_t>(row) * n + col] = acc;
+}
+
+// --- 2 coalesced --------------------------------------------------------------------------
+__global__ void GemmCoalesced(int m, int n, int k, const float* a, const float* b, float* c) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  float acc = 0;
+  for (int i = 0; i < k; ++i) acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
+  c[static_cast<int64_t>(row) * n + col] = acc;
+}
+
+// --- 3 shared-tiled -----------------------------------------------------------------------
+__global__ void GemmSharedTiled(int m, int n, int k, const float* a, const float* b, float* c) {
+  __shared__ float as[32][32];
+  __shared__ float bs[32][32];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * 32 + ty, col = blockIdx.x * 32 + tx;
+  float acc = 0;
+  for (int k0 = 0; k0 < k; k0 += 32) {
+    as[ty][tx] = a[static_cast<int64_t>(row) * k + k0 + tx];
+    bs[ty][tx] = b[static_cast<int64_t>(k0 + ty) * n + col];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 32; ++i) acc += as[ty][i] * bs[i][tx];
+    __syncthreads();
+  }
+  c[static_cast<int64_t>(row) * n + col] = acc;
+}
+
+// --- 4 register-2d ------------------------------------------------------------------------
+constexpr int kBm = 128, kBn = 128, kBk = 8, kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads)
+    GemmRegister2D(int m, int n, int k, const float* a, const float* b, float* c) {
+  __shared__ float as[kBm][kBk];
+  __shared__ float bs[kBk][kBn];
+  const int tid = threadIdx.x, tr = tid / 16, tc = tid % 16;
+  const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
+  float acc[8][8] = {};
+  for (int k0 = 0; k0 < k; k0 += kBk) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = tid + i * kThreads;
+      as[e / kBk][e % kBk] = a[static_cast<int64_t>(bm + e / kBk) * k + k0 + e % kBk];
+      bs[e / kBn][e % kBn] = b[static_cast<int64_t>(k0 + e / kBn) * n + bn + e % kBn];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBk; ++kk) {
+      float ra[8], rb[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) ra[i] = as[tr * 8 + i][kk];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) rb[j] = bs[kk][tc * 8 + j];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] += ra[i] * rb[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      c[static_cast<int64_t>(bm + tr * 8 + i) * n + bn + tc * 8 + j] = acc[i][j];
+}
+
+// --- 5 vectorized and 6 double-buffered share their inner step ------------------------------
+// Thread (tr, tc) owns rows {tr*4 .. tr*4+3, 64+tr*4 ..} and columns {tc*4 .., 64+tc*4 ..}.
+__device__ __forceinline__ void OuterProducts(const float (*ast)[kBm], const float (*bs)[kBn],
+                                              int tr, int tc, float (&acc)[8][8]) {
+#pragma unroll
+  for (int kk = 0; kk < kBk; ++kk) {
+    const float4 a0 = *reinterpret_cast<const float4*>(&ast[kk][tr * 4]);
+    const float4 a1 = *reinterpret_cast<const float4*>(&ast[kk][64 + tr * 4]);
+    const float4 b0 = *reinterpret_cast<const float4*>(&bs[kk][tc * 4]);
+    const float4 b1 = *reinterpret_cast<const float4*>(&bs[kk][64 + tc * 4]);
+    const float ra[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    const float rb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] += ra[i] * rb[j];
+  }
+}
+
+__device__ __forceinline__ void StoreTile(const float (&acc)[8][8], int n, int bm, int bn, int tr,
+                                          int tc, float* c) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = bm + (i < 4 ? tr * 4 + i : 64 + tr * 4 + i - 4);
+    float* out = c + static_cast<int64_t>(row) * n + bn;
+    *reinterpret_cast<float4*>(out + tc * 4) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    *reinterpret_cast<float4*>(out + 64 + tc * 4) =
+        make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+  }
+}
+
+// One float4 of the A tile (row tid/2, columns (tid%2)*4..) and one of the B tile
+// (row tid/32, columns (tid%32)*4..).
+__device__ __forceinline__ void LoadTile(const float* a, const float* b, int n, int k, int bm,
+                                         int bn, int k0, int tid, float4& ra, float4& rb) {
+  ra = *reinterpret_cast<const float4*>(a + static_cast<int64_t>(bm + tid / 2) * k + k0 + (tid % 2) * 4);
+  rb = *reinterpret_cast<const float4*>(b + static_cast<int64_t>(k0 + tid / 32) * n + bn + (tid % 32) * 4);
+}
+
+__device__ __forceinline__ void StoreShared(const float4& ra, const float4& rb, int tid,
+                                            float (*ast)[kBm], float (*bs)[kBn]) {
+  const int r = tid / 2, c4 = (tid % 2) * 4;
+  ast[c4 + 0][r] = ra.x;
+  ast[c4 + 1][r] = ra.y;
+  ast[c4 + 2][r] = ra.z;
+  ast[c4 + 3][r] = ra.w;
+  *reinterpret_cast<float4*>(&bs[tid / 32][(tid % 32) * 4]) = rb;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    GemmVectorized(int m, int n, int k, const float* a, const float* b, float* c) {
+  __shared__ __align__(16) float ast[kBk][kBm];
+  __shared__ __align__(16) float bs[kBk][kBn];
+  const int tid = threadIdx.x, tr = tid / 16, tc = tid % 16;
+  const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
+  float acc[8][8] = {};
+  for (int k0 = 0; k0 < k; k0 += kBk) {
+    float4 ra, rb;
+    LoadTile(a, b, n, k, bm, bn, k0, tid, ra, rb);
+    StoreShared(ra, rb, tid, ast, bs);
+    __syncthreads();
+    OuterProducts(ast, bs, tr, tc, acc);
+    __syncthreads();
+  }
+  StoreTile(acc, n, bm, bn, tr, tc, c);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    GemmDoubleBuffered(int m, int n, int k, const float* a, const float* b, float* c) {
+  __shared__ __align__(16) float ast[2][kBk][kBm];
+  __shared__ __align__(16) float bs[2][kBk][kBn];
+  const int tid = threadIdx.x, tr = tid / 16, tc = tid % 16;
+  const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
+  float acc[8][8] = {};
+  float4 ra, rb;
+  LoadTile(a, b, n, k, bm, bn, 0, tid, ra, rb);
+  StoreShared(ra, rb, tid, ast[0], bs[0]);
+  __syncthreads();
+  const int tiles = k / kBk;
+  for (int t = 0; t < tiles; ++t) {
+    const int cur = t & 1;
+    const bool more = t + 1 < tiles;
+    if (more) LoadTile(a, b, n, k, bm, bn, (t + 1) * kBk, tid, ra, rb);  // in flight during compute
+    OuterProducts(ast[cur], bs[cur], tr, tc, acc);
+    if (more) StoreShared(ra, rb, tid, ast[cur ^ 1], bs[cur ^ 1]);
+    __syncthreads();
+  }
+  StoreTile(acc, n, bm, bn, tr, tc, c);
+}
+
+// --- 7 tensor cores (bf16) ----------------------------------------------------------------
+constexpr int kTcBm = 128, kTcBn = 128, kTcBk = 32, kTcStages = 4;
+constexpr int kALd = kTcBk + 8;  // 80-byte rows: ldmatrix's 8 row addresses hit 8 bank groups
+constexpr int kBLd = kTcBn + 8;  // 272-byte rows, likewise
+constexpr int kAStage = kTcBm * kALd, kBStage = kTcBk * kBLd;  // elements
+constexpr int kTcSmemBytes = kTcStages * (kAStage + kBStage) * 2;
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void LdMatrixX4(unsigned (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(unsigned (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void MmaBf16(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                        unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    GemmTensorCore(int m, int n, int k, const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto* as = reinterpret_cast<__nv_bfloat16*>(smem);
+  __nv_bfloat16* bs = as + kTcStages * kAStage;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wm = warp / 4, wn = warp % 4;  // 2 × 4 warps, 64 × 32 each
+  const int bm = blockIdx.y * kTcBm, bn = blockIdx.x * kTcBn;
+  const __nv_bfloat16* ag = a + static_cast<int64_t>(bm) * k;
+  const __nv_bfloat16* bg = b + bn;
+  const int tiles = k / kTcBk;
+
+  auto load = [&](int stage, int t) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {  // A: 128 rows × 4 chunks of 8
+      const int ch = tid + i * kThreads, r = ch / 4, col = (ch % 4) * 8;
+      CpAsync16(as + stage * kAStage + r * kALd + col, ag + static_cast<int64_t>(r) * k + t * kTcBk + col);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {  // B: 32 rows × 16 chunks of 8
+      const int ch = tid + i * kThreads, r = ch / 16, col = (ch % 16) * 8;
+      CpAsync16(bs + stage * kBStage + r * kBLd + col, bg + static_cast<int64_t>(t * kTcBk + r) * n + col);
+    }
+  };
+
+  float acc[4][4][4] = {};
+#pragma unroll
+  for (int s = 0; s < kTcStages - 1; ++s) {
+    if (s < tiles) load(s, s);
+    CpAsyncCommit();
+  }
+  for (int t = 0; t < tiles; ++t) {
+    CpAsyncWait<kTcStages - 2>();
+    __syncthreads();  // tile t is visible to all; the stage loaded next was consumed by all
+    const int next = t + kTcStages - 1;
+    if (next < tiles) load(next % kTcStages, next);
+    CpAsyncCommit();
+    const __nv_bfloat16* at = as + (t % kTcStages) * kAStage;
+    const __nv_bfloat16* bt = bs + (t % kTcStages) * kBStage;
+#pragma unroll
+    for (int kk = 0; kk < kTcBk / 16; ++kk) {
+      unsigned af[4][4], bf[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi) {
+        const int row = wm * 64 + mi * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
+        LdMatrixX4(af[mi], at + row * kALd + col);
+      }
+#pragma unroll
+      for (int nj = 0; nj < 2; ++nj) {
+        unsigned r[4];
+        const int krow = kk * 16 + lane % 16, col = wn * 32 + nj * 16 + (lane / 16) * 8;
+        LdMatrixX4Trans(r, bt + krow * kBLd + col);
+        bf[nj * 2][0] = r[0];
+        bf[nj * 2][1] = r[1];
+        bf[nj * 2 + 1][0] = r[2];
+        bf[nj * 2 + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) MmaBf16(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+    }
+  }
+  CpAsyncWait<0>();
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const int row = bm + wm * 64 + mi * 16 + lane / 4;
+      const int col = bn + wn * 32 + ni * 8 + (lane % 4) * 2;
+      *reinterpret_cast<float2*>(c + static_cast<int64_t>(row) * n + col) =
+          make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+      *reinterpret_cast<float2*>(c + static_cast<int64_t>(row + 8) * n + col) =
+          make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+    }
+  }
+}
+
+}  // namespace
+
+const char* GemmKernelName(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::kNaive: return "1 naive";
+    case GemmKernel::kCoalesced: return "2 coalesced";
+    case GemmKernel::kSharedTiled: return "3 shared-tiled";
+    case GemmKernel::kRegister2D: return "4 register-2d";
+    case GemmKernel::kVectorized: return "5 vectorized";
+    case GemmKernel::kDoubleBuffered: return "6 double-buffered";
+    case GemmKernel::kTensorCoreBf16: return "7 tensor-core bf16";
+  }
+  return "?";
+}
+
+bool GemmKernelIsBf16(GemmKernel k) { return k == GemmKernel::kTensorCoreBf16; }
+
+std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim) {
+  if (m <= 0 || n <= 0 || k_dim <= 0) return "dimensions must be positive";
+  if (m > (1 << 30) || n > (1 << 30) || k_dim > (1 << 30)) return "dimensions must be below 2^30";
+  const int64_t mn = k == GemmKernel::kNaive || k == GemmKernel::kCoalesced ||
+                             k == GemmKernel::kSharedTiled
+                         ? 32
+                         : 128;
+  if (m % mn || n % mn) return "M and N must be multiples of " + std::to_string(mn);
+  if (k_dim % 32) return "K must be a multiple of 32";
+  return "";
+}
+
+cudaError_t LaunchGemm(GemmKernel kernel, int64_t m64, int64_t n64, int64_t k64, const void* a,
+                       const void* b, float* c, cudaStream_t stream) {
+  const int m = static_cast<int>(m64), n = static_cast<int>(n64), k = static_cast<int>(k64);
+  const auto* fa = static_cast<const float*>(a);
+  const auto* fb = static_cast<const float*>(b);
+  switch (kernel) {
+    case GemmKernel::kNaive:
+      GemmNaive<<<dim3(m / 32, n / 32), dim3(32, 32), 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kCoalesced:
+      GemmCoalesced<<<dim3(n / 32, m / 32), dim3(32, 32), 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kSharedTiled:
+      GemmSharedTiled<<<dim3(n / 32, m / 32), dim3(32, 32), 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kRegister2D:
+      GemmRegister2D<<<dim3(n / kBn, m / kBm), kThreads, 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kVectorized:
+      GemmVectorized<<<dim3(n / kBn, m / kBm), kThreads, 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kDoubleBuffered:
+      GemmDoubleBuffered<<<dim3(n / kBn, m / kBm), kThreads, 0, stream>>>(m, n, k, fa, fb, c);
+      break;
+    case GemmKernel::kTensorCoreBf16: {
+      static const cudaError_t attr = cudaFuncSetAttribute(
+          GemmTensorCore, cudaFuncAttributeMaxDynamicSharedMemorySize, kTcSmemBytes);
+      if (attr != cudaSuccess) return attr;
+      GemmTensorCore<<<dim3(n / kTcBn, m / kTcBm), kThreads, kTcSmemBytes, stream>>>(
+          m, n, k, static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), c);
+      break;
+    }
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace stallscope::gpu

@@ -1,0 +1,45 @@
+// The GEMM kernel ladder: one operation, C = A · B (row-major, M×K times K×N), written seven
+// ways, each adding one idea to the last. Launchers are host functions; kernels live in
+// gemm.cu. Every launcher is asynchronous on `stream` and returns the launch's error.
+//
+// Shapes: the fp32 kernels need M and N multiples of 128 and K a multiple of 32; the bf16
+// tensor-core kernel needs M and N multiples of 128 and K a multiple of 32. GemmShapeError()
+// says what a shape lacks (empty = fine).
+//
+// Thread-safety: launchers are reentrant; kernels only read A and B and write C.
+#ifndef STALLSCOPE_GPU_KERNELS_GEMM_H_
+#define STALLSCOPE_GPU_KERNELS_GEMM_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace stallscope::gpu {
+
+enum class GemmKernel {
+  kNaive,        // one thread per C element; consecutive threads walk down a column of C
+  kCoalesced,    // consecutive threads walk along a row of C: B and C accesses coalesce
+  kSharedTiled,  // 32×32 tiles of A and B staged in shared memory, each value read once per tile
+  kRegister2D,   // 128×128 block tile, each thread computes an 8×8 sub-tile in registers
+  kVectorized,   // float4 global and shared loads, A tile stored transposed, no bank conflicts
+  kDoubleBuffered,  // the next K-tile is fetched into registers while the current one computes
+  kTensorCoreBf16,  // bf16 mma.sync m16n8k16 tensor cores, fp32 accumulate, cp.async pipeline
+};
+
+const char* GemmKernelName(GemmKernel k);
+bool GemmKernelIsBf16(GemmKernel k);
+
+// Empty when kernel `k` handles this shape, otherwise the reason.
+std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim);
+
+// fp32 kernels: A, B, C float. Tensor-core kernel: A, B __nv_bfloat16 (passed as void*), C float.
+cudaError_t LaunchGemm(GemmKernel k, int64_t m, int64_t n, int64_t k_dim, const void* a,
+                       const void* b, float* c, cudaStream_t stream);
+
+// The best own fp32 kernel (what gpu.gemm: own uses).
+inline constexpr GemmKernel kBestOwnFp32 = GemmKernel::kDoubleBuffered;
+
+}  // namespace stallscope::gpu
+
+#endif  // STALLSCOPE_GPU_KERNELS_GEMM_H_

@@ -1,0 +1,242 @@
+// The training step's element-wise kernels and the ladder's tensor utilities (training.h).
+//
+//   GatherInput          staged rows (float32 or bytes) → centred, zero-padded input matrix
+//   BiasActivation       bias add, optionally fused with ReLU
+//   SoftmaxCrossEntropy  one warp per row: max, log-sum-exp, loss and gradient in one pass
+//   ReluBackward, ColumnSums (bias gradient), SgdUpdate, Transpose (32×33 shared tile)
+//   FillUniform, FillNaN, ToBf16, ToDouble, ErrorSums (validation helpers)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "gpu/kernels/training.h"
+
+namespace stallscope::gpu {
+namespace {
+
+constexpr int kBlock = 256;
+
+int Blocks(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535 * 16)); }
+
+__global__ void GatherInputKernel(const unsigned char* staged, bool floats, uint64_t row_bytes,
+                                  int samples, int features, int rows_out, int cols_out,
+                                  float* x) {
+  const int64_t total = static_cast<int64_t>(rows_out) * cols_out;
+  const int64_t per_row = floats ? static_cast<int64_t>(row_bytes / 4) : static_cast<int64_t>(row_bytes);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(i / cols_out), c = static_cast<int>(i % cols_out);
+    float v = 0;
+    if (r < samples && c < features && c < per_row) {
+      const unsigned char* row = staged + static_cast<uint64_t>(r) * row_bytes;
+      v = (floats ? reinterpret_cast<const float*>(row)[c] : row[c] * (1.0f / 255.0f)) - 0.5f;
+    }
+    x[i] = v;
+  }
+}
+
+__global__ void BiasActivationKernel(float* z, const float* bias, int rows, int cols, bool relu) {
+  const int64_t total = static_cast<int64_t>(rows) * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = z[i] + bias[i % cols];
+    z[i] = relu ? fmaxf(v, 0.0f) : v;
+  }
+}
+
+__global__ void SoftmaxCrossEntropyKernel(const float* logits, const uint32_t* labels, int rows,
+                                          int ld, int samples, int classes, float* dlogits,
+                                          float* loss_sum) {
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (warp >= rows) return;
+  const float* z = logits + static_cast<int64_t>(warp) * ld;
+  float* d = dlogits + static_cast<int64_t>(warp) * ld;
+  if (warp >= samples) {
+    for (int c = lane; c < ld; c += 32) d[c] = 0;
+    return;
+  }
+  float mx = -INFINITY;
+  for (int c = lane; c < classes; c += 32) mx = fmaxf(mx, z[c]);
+  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
+  float sum = 0;
+  for (int c = lane; c < classes; c += 32) sum += __expf(z[c] - mx);
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffff, sum, o);
+  const uint32_t label = labels[warp] % static_cast<uint32_t>(classes);
+  const float inv = 1.0f / sum, scale = 1.0f / static_cast<float>(samples);
+  for (int c = lane; c < ld; c += 32) {
+    float g = 0;
+    if (c < classes) g = (__expf(z[c] - mx) * inv - (c == static_cast<int>(label) ? 1.0f : 0.0f)) * scale;
+    d[c] = g;
+  }
+  if (lane == 0) atomicAdd(loss_sum, (logf(sum) + mx - z[label]) * scale);
+}
+
+__global__ void ReluBackwardKernel(float* d, const float* a, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (!(a[i] > 0)) d[i] = 0;
+  }
+}
+
+__global__ void ColumnSumsKernel(const float* m, int rows, int cols, float* out) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float s = 0;
+  for (int r = 0; r < rows; ++r) s += m[static_cast<int64_t>(r) * cols + c];
+  out[c] = s;
+}
+
+__global__ void SgdUpdateKernel(float* w, const float* g, int64_t n, float lr) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    w[i] -= lr * g[i];
+  }
+}
+
+__global__ void TransposeKernel(const float* in, int rows, int cols, float* out) {
+  __shared__ float tile[32][33];
+  const int bx = blockIdx.x * 32, by = blockIdx.y * 32;
+  for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+    const int r = by + j, c = bx + threadIdx.x;
+    if (r < rows && c < cols) tile[j][threadIdx.x] = in[static_cast<int64_t>(r) * cols + c];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+    const int r = bx + j, c = by + threadIdx.x;  // out is cols × rows
+    if (r < cols && c < rows) out[static_cast<int64_t>(r) * rows + c] = tile[threadIdx.x][j];
+  }
+}
+
+__device__ __forceinline__ uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void FillUniformKernel(float* x, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint64_t h = Mix(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(i));
+    x[i] = static_cast<float>(h >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+
+__global__ void FillNaNKernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    x[i] = __int_as_float(0x7fc00000);
+  }
+}
+
+__global__ void ToBf16Kernel(const float* in, int64_t n, __nv_bfloat16* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = __float2bfloat16_rn(in[i]);
+  }
+}
+
+__global__ void ToDoubleKernel(const float* in, int64_t n, double* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = in[i];
+  }
+}
+
+__global__ void ErrorSumsKernel(const float* x, const double* ref, int64_t n, double* sums) {
+  double diff = 0, norm = 0, bad = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const double v = x[i];
+    if (!isfinite(v)) {
+      bad += 1;
+      continue;
+    }
+    diff += (v - ref[i]) * (v - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    diff += __shfl_xor_sync(0xffffffff, diff, o);
+    norm += __shfl_xor_sync(0xffffffff, norm, o);
+    bad += __shfl_xor_sync(0xffffffff, bad, o);
+  }
+  if (threadIdx.x % 32 == 0) {
+    atomicAdd(&sums[0], diff);
+    atomicAdd(&sums[1], norm);
+    atomicAdd(&sums[2], bad);
+  }
+}
+
+}  // namespace
+
+cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int samples,
+                        int features, int rows_out, int cols_out, float* x, cudaStream_t stream) {
+  GatherInputKernel<<<Blocks(static_cast<int64_t>(rows_out) * cols_out), kBlock, 0, stream>>>(
+      static_cast<const unsigned char*>(staged), floats, row_bytes, samples, features, rows_out,
+      cols_out, x);
+  return cudaGetLastError();
+}
+
+cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,
+                           cudaStream_t stream) {
+  BiasActivationKernel<<<Blocks(static_cast<int64_t>(rows) * cols), kBlock, 0, stream>>>(
+      z, bias, rows, cols, relu);
+  return cudaGetLastError();
+}
+
+cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
+                                int samples, int classes, float* dlogits, float* loss_sum,
+                                cudaStream_t stream) {
+  SoftmaxCrossEntropyKernel<<<(rows * 32 + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
+      logits, labels, rows, ld, samples, classes, dlogits, loss_sum);
+  return cudaGetLastError();
+}
+
+cudaError_t ReluBackward(float* d, const float* activation, int64_t n, cudaStream_t stream) {
+  ReluBackwardKernel<<<Blocks(n), kBlock, 0, stream>>>(d, activation, n);
+  return cudaGetLastError();
+}
+
+cudaError_t ColumnSums(const float* m, int rows, int cols, float* out, cudaStream_t stream) {
+  ColumnSumsKernel<<<(cols + kBlock - 1) / kBlock, kBlock, 0, stream>>>(m, rows, cols, out);
+  return cudaGetLastError();
+}
+
+cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream) {
+  SgdUpdateKernel<<<Blocks(n), kBlock, 0, stream>>>(w, g, n, lr);
+  return cudaGetLastError();
+}
+
+cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream) {
+  TransposeKernel<<<dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8), 0, stream>>>(in, rows,
+                                                                                      cols, out);
+  return cudaGetLastError();
+}
+
+cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream) {
+  FillUniformKernel<<<Blocks(n), kBlock, 0, stream>>>(x, n, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t FillNaN(float* x, int64_t n, cudaStream_t stream) {
+  FillNaNKernel<<<Blocks(n), kBlock, 0, stream>>>(x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t ToBf16(const float* in, int64_t n, void* out, cudaStream_t stream) {
+  ToBf16Kernel<<<Blocks(n), kBlock, 0, stream>>>(in, n, static_cast<__nv_bfloat16*>(out));
+  return cudaGetLastError();
+}
+
+cudaError_t ToDouble(const float* in, int64_t n, double* out, cudaStream_t stream) {
+  ToDoubleKernel<<<Blocks(n), kBlock, 0, stream>>>(in, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t ErrorSums(const float* x, const double* ref, int64_t n, double* sums,
+                      cudaStream_t stream) {
+  ErrorSumsKernel<<<std::min(Blocks(n), 1024), kBlock, 0, stream>>>(x, ref, n, sums);
+  return cudaGetLastError();
+}
+
+}  // namespace stallscope::gpu

@@ -1,0 +1,57 @@
+// The training step's element-wise kernels (the GEMMs are cuBLAS or gemm.h), and the small
+// tensor utilities the kernel ladder validates with. All launchers are asynchronous on
+// `stream` and return the launch's error. Matrices are row-major.
+//
+// Thread-safety: launchers are reentrant.
+#ifndef STALLSCOPE_GPU_KERNELS_TRAINING_H_
+#define STALLSCOPE_GPU_KERNELS_TRAINING_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace stallscope::gpu {
+
+// x[r][c] for r < rows_out, c < cols_out: from `rows` staged rows of `row_bytes` (float32
+// features when `floats`, else bytes scaled by 1/255), centred by -0.5; zero outside the
+// first `samples` rows and the row's first `features` values.
+cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int samples,
+                        int features, int rows_out, int cols_out, float* x, cudaStream_t stream);
+
+// z[r][c] += bias[c]; with `relu`, z = max(z, 0).
+cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,
+                           cudaStream_t stream);
+
+// Softmax cross-entropy over the first `classes` columns of `logits` (rows × ld) for the
+// first `samples` rows: adds the mean loss to *loss_sum and writes the gradient of the
+// mean loss into dlogits (zero in padded rows and columns).
+cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
+                                int samples, int classes, float* dlogits, float* loss_sum,
+                                cudaStream_t stream);
+
+// d[i] *= (activation[i] > 0).
+cudaError_t ReluBackward(float* d, const float* activation, int64_t n, cudaStream_t stream);
+
+// out[c] = sum over rows of m[r][c].
+cudaError_t ColumnSums(const float* m, int rows, int cols, float* out, cudaStream_t stream);
+
+// w -= lr * g.
+cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream);
+
+// out (cols × rows) = in (rows × cols) transposed.
+cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream);
+
+// Uniform values in [-1, 1) from a counter hash of (seed, index).
+cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream);
+// x = NaN (poisons an output before a kernel that must write every element).
+cudaError_t FillNaN(float* x, int64_t n, cudaStream_t stream);
+// Round to bf16 (out is __nv_bfloat16*) and widen to double.
+cudaError_t ToBf16(const float* in, int64_t n, void* out, cudaStream_t stream);
+cudaError_t ToDouble(const float* in, int64_t n, double* out, cudaStream_t stream);
+// sums[0] += Σ (x - ref)², sums[1] += Σ ref², sums[2] += count of non-finite x.
+cudaError_t ErrorSums(const float* x, const double* ref, int64_t n, double* sums,
+                      cudaStream_t stream);
+
+}  // namespace stallscope::gpu
+
+#endif  // STALLSCOPE_GPU_KERNELS_TRAINING_H_

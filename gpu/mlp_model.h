@@ -1,0 +1,73 @@
+// MlpModel: the real training step the CUDA device runs on every batch.
+//
+// An MLP of `layers` linear layers (input → hidden → … → hidden → classes) with ReLU between
+// them: forward (GEMM + bias + ReLU), softmax cross-entropy against the samples' labels,
+// backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS SGEMM or
+// the kernel ladder's best own fp32 kernel (gpu.gemm: own). Every dimension is padded up to
+// a multiple of 128 (the own kernels' tile); padded rows and classes carry no gradient.
+//
+// Thread-safety: one thread enqueues steps; the stream orders them.
+#ifndef STALLSCOPE_GPU_MLP_MODEL_H_
+#define STALLSCOPE_GPU_MLP_MODEL_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu/cuda_util.h"
+
+namespace stallscope::gpu {
+
+struct MlpShape {
+  int batch = 256, input = 1024, hidden = 1024, layers = 4, classes = 100;
+};
+
+class MlpModel {
+ public:
+  // Allocates parameters (He-initialized from `seed`), activations and gradients.
+  MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, cudaStream_t stream,
+           uint64_t seed);
+
+  // Device bytes a model of this shape allocates.
+  static uint64_t DeviceBytes(const MlpShape& shape, bool own_gemm);
+  // Floating-point operations of one step (forward + backward + update), padded shapes.
+  static double StepFlops(const MlpShape& shape);
+
+  // Enqueues one training step on `samples` staged rows (device memory) and their labels.
+  // The step's mean loss lands in loss slot `step % kLossSlots`, read with Losses().
+  void EnqueueStep(const void* staged, bool floats, uint64_t row_bytes, int samples,
+                   const uint32_t* labels, uint64_t step);
+  // Enqueues a step on the model's own random input (calibration, tests).
+  void EnqueueSyntheticStep(uint64_t step);
+
+  // Mean losses of steps [0, steps) (copied back; synchronizes the stream).
+  std::vector<float> Losses(uint64_t steps);
+
+  int padded_hidden() const { return dims_[1]; }
+  float learning_rate() const { return lr_; }
+  static constexpr uint64_t kLossSlots = 1 << 20;
+
+ private:
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+            float* c);
+  void Train(int samples, const uint32_t* labels, uint64_t step);
+
+  MlpShape shape_;
+  bool own_;
+  cublasHandle_t cublas_;
+  cudaStream_t stream_;
+  float lr_;
+  std::vector<int> dims_;                     // padded: dims_[0] input … dims_[L] classes
+  std::vector<DeviceBuffer<float>> weights_;  // layer l: dims_[l] × dims_[l+1]
+  std::vector<DeviceBuffer<float>> biases_;
+  std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
+  DeviceBuffer<float> grad_[2], dweight_, dbias_, scratch_a_, scratch_b_;
+  DeviceBuffer<float> losses_;
+  DeviceBuffer<uint32_t> synthetic_labels_;
+};
+
+}  // namespace stallscope::gpu
+
+#endif  // STALLSCOPE_GPU_MLP_MODEL_H_
