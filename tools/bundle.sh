@@ -18,7 +18,7 @@ while IFS= read -r f; do bins+=("$f"); done < <(
 [ ${#bins[@]} -gt 0 ] || { echo "bundle: nothing built in $BUILD" >&2; exit 2; }
 
 # Libraries the GPU host has: the C runtime and the loader, and the CUDA driver/toolkit.
-system_lib='/(ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libnss_|libanl|libutil|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcupti|libnvToolsExt|libnccl)[.-]'
+system_lib='/(ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libnss_|libanl|libutil|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libcupti|libnvToolsExt|libnccl)[.-]'
 for b in "${bins[@]}"; do
   cp "$b" "$OUT/bin/"
   ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
