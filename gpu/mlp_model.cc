@@ -63,14 +63,12 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas,
   for (size_t l = 0; l + 1 < dims_.size(); ++l) {
     const uint64_t n = static_cast<uint64_t>(dims_[l]) * dims_[l + 1];
     biggest_w = std::max(biggest_w, n);
-    // He initialization over the real fan-in; padded input features are always zero.
+    // He initialization (uniform, variance 2 / fan-in) over the real fan-in, drawn on the GPU:
+    // calibration builds models of up to billions of weights.
     const int fan_in = l == 0 ? shape.input : shape.hidden;
-    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
-    std::vector<float> host(n);
-    for (float& v : host) v = normal(rng);
     weights_.emplace_back(n);
-    STALLSCOPE_CUDA(cudaMemcpy(weights_.back().get(), host.data(), n * sizeof(float),
-                               cudaMemcpyHostToDevice));
+    STALLSCOPE_CUDA(FillUniform(weights_.back().get(), static_cast<int64_t>(n), rng() | 1, stream_,
+                                std::sqrt(6.0f / static_cast<float>(std::max(fan_in, 1)))));
     biases_.emplace_back(dims_[l + 1]);
     STALLSCOPE_CUDA(cudaMemset(biases_.back().get(), 0, dims_[l + 1] * sizeof(float)));
   }

@@ -19,14 +19,19 @@ missing=$(ldd "$S" "$B/bin/cuda_device_test" | grep "not found" | sort -u)
 [ -z "$missing" ] || { echo "missing libraries:"; echo "$missing"; exit 1; }
 
 echo "== 2. GPU tests"
-"$B/bin/cuda_device_test" 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is|error" 
+"$B/bin/cuda_device_test" --gtest_print_time=1 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is|error" 
 tests_rc=${PIPESTATUS[0]}
 
 echo "== 3. kernel ladder ($SIZES)"
 "$S" kernels --sizes "$SIZES" --json "$OUT/kernels.json" 2>"$OUT/kernels.log" | tee "$OUT/kernels.txt"
 
+echo "== 3b. tensor-core tilings at 4096 (STALLSCOPE_TC_CONFIG, gpu/kernels/gemm.cu)"
+for c in 0 1 2 3; do
+  echo "config $c: $(STALLSCOPE_TC_CONFIG=$c "$S" kernels --sizes 4096 --quiet 2>&1 | grep -E 'tensor-core')"
+done | tee "$OUT/tc_configs.txt"
+
 echo "== 4. compute-bound scenario"
-"$S" run "$B/scenarios/gpu_compute_bound.yaml" --json "$OUT/compute_bound.json" --quiet | tee "$OUT/compute_bound.txt"
+/usr/bin/time -f "%e s wall" "$S" run "$B/scenarios/gpu_compute_bound.yaml" --json "$OUT/compute_bound.json" --quiet | tee "$OUT/compute_bound.txt"
 
 echo "== 5. starved scenario (cuda vs emulated)"
 "$S" run "$B/scenarios/gpu_starved.yaml" --json "$OUT/starved.json" --quiet | tee "$OUT/starved.txt"

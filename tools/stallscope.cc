@@ -408,10 +408,10 @@ int Kernels(const std::string& sizes_text, const std::string& json_path, bool qu
     const std::string item = sizes_text.substr(pos, comma - pos);
     char* end = nullptr;
     const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 128 || n > 16384 || n % 128 != 0) {
+    if (item.empty() || *end != '\0' || n < 256 || n > 16384 || n % 256 != 0) {
       std::fprintf(stderr,
-                   "stallscope kernels: --sizes: '%s' is not a size; give multiples of 128 from "
-                   "128 to 16384, e.g. --sizes 1024,4096,8192\n",
+                   "stallscope kernels: --sizes: '%s' is not a size; give multiples of 256 from "
+                   "256 to 16384, e.g. --sizes 1024,4096,8192\n",
                    item.c_str());
       return kExitBadInput;
     }
@@ -571,7 +571,7 @@ int Main(int argc, char** argv) {
       "kernels",
       "Run the GEMM kernel ladder (naive -> ... -> tensor cores) against cuBLAS on this GPU: "
       "each version validated against a float64 reference, then timed with CUDA events");
-  kernels->add_option("--sizes", kernel_sizes, "Matrix sizes n (n x n x n), multiples of 128")
+  kernels->add_option("--sizes", kernel_sizes, "Matrix sizes n (n x n x n), multiples of 256")
       ->capture_default_str();
   kernels->add_option("--json", kernels_json, "Write every row to this JSON file");
   kernels->add_flag("--quiet", quiet, "No progress lines");

@@ -15,11 +15,14 @@
 //                     while the current one is computed, one barrier per tile.
 //   7 tensor-core     bf16 inputs, fp32 accumulation on the tensor cores (mma.sync
 //                     m16n8k16); ldmatrix from padded (conflict-free) shared memory, filled
-//                     by a 4-stage cp.async pipeline, 128×128×32 block tiles, 64×32 per warp.
+//                     by a multi-stage cp.async pipeline; 128×256×32 block tiles, 64×64 per
+//                     warp (other tilings selectable with STALLSCOPE_TC_CONFIG, see below).
 //
 // cuBLAS (fp32 SGEMM and bf16 GemmEx) is the bar; the ladder's driver is gpu/kernel_ladder.cc.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cstdlib>
 
 #include "gpu/kernels/gemm.h"
 
@@ -194,12 +197,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // --- 7 tensor cores (bf16) ----------------------------------------------------------------
-constexpr int kTcBm = 128, kTcBn = 128, kTcBk = 32, kTcStages = 4;
-constexpr int kALd = kTcBk + 8;  // 80-byte rows: ldmatrix's 8 row addresses hit 8 bank groups
-constexpr int kBLd = kTcBn + 8;  // 272-byte rows, likewise
-constexpr int kAStage = kTcBm * kALd, kBStage = kTcBk * kBLd;  // elements
-constexpr int kTcSmemBytes = kTcStages * (kAStage + kBStage) * 2;
-
 __device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
@@ -230,81 +227,135 @@ __device__ __forceinline__ void MmaBf16(float (&d)[4], const unsigned (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Block tile BM×BN×BK, 8 warps as WM×WN (each a (BM/WM)×(BN/WN) warp tile), STAGES-deep
+// cp.async pipeline. Shared rows are padded by 8 bf16 (16 B): ldmatrix's 8 row addresses
+// then fall in 8 different bank groups (row strides of 80, 144, 272 or 528 B).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+struct TcConfig {
+  static constexpr int kALd = BK + 8, kBLd = BN + 8;
+  static constexpr int kAStage = BM * kALd, kBStage = BK * kBLd;  // elements
+  static constexpr int kSmemBytes = STAGES * (kAStage + kBStage) * 2;
+  static constexpr int kMi = BM / WM / 16, kNi = BN / WN / 8;   // mma tiles per warp
+  static_assert(WM * WN == 8 && kNi % 2 == 0 && BK % 16 == 0);
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__(kThreads)
     GemmTensorCore(int m, int n, int k, const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {
+  using C = TcConfig<BM, BN, BK, WM, WN, STAGES>;
   extern __shared__ __align__(16) unsigned char smem[];
   auto* as = reinterpret_cast<__nv_bfloat16*>(smem);
-  __nv_bfloat16* bs = as + kTcStages * kAStage;
+  __nv_bfloat16* bs = as + STAGES * C::kAStage;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int wm = warp / 4, wn = warp % 4;  // 2 × 4 warps, 64 × 32 each
-  const int bm = blockIdx.y * kTcBm, bn = blockIdx.x * kTcBn;
+  const int wm = warp / WN, wn = warp % WN;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
   const __nv_bfloat16* ag = a + static_cast<int64_t>(bm) * k;
   const __nv_bfloat16* bg = b + bn;
-  const int tiles = k / kTcBk;
+  const int tiles = k / BK;
 
   auto load = [&](int stage, int t) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {  // A: 128 rows × 4 chunks of 8
-      const int ch = tid + i * kThreads, r = ch / 4, col = (ch % 4) * 8;
-      CpAsync16(as + stage * kAStage + r * kALd + col, ag + static_cast<int64_t>(r) * k + t * kTcBk + col);
+    for (int i = 0; i < BM * BK / 8 / kThreads; ++i) {  // A: BM rows × BK/8 chunks
+      const int ch = tid + i * kThreads, r = ch / (BK / 8), col = (ch % (BK / 8)) * 8;
+      CpAsync16(as + stage * C::kAStage + r * C::kALd + col,
+                ag + static_cast<int64_t>(r) * k + t * BK + col);
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {  // B: 32 rows × 16 chunks of 8
-      const int ch = tid + i * kThreads, r = ch / 16, col = (ch % 16) * 8;
-      CpAsync16(bs + stage * kBStage + r * kBLd + col, bg + static_cast<int64_t>(t * kTcBk + r) * n + col);
+    for (int i = 0; i < BK * BN / 8 / kThreads; ++i) {  // B: BK rows × BN/8 chunks
+      const int ch = tid + i * kThreads, r = ch / (BN / 8), col = (ch % (BN / 8)) * 8;
+      CpAsync16(bs + stage * C::kBStage + r * C::kBLd + col,
+                bg + static_cast<int64_t>(t * BK + r) * n + col);
     }
   };
 
-  float acc[4][4][4] = {};
+  float acc[C::kMi][C::kNi][4] = {};
 #pragma unroll
-  for (int s = 0; s < kTcStages - 1; ++s) {
+  for (int s = 0; s < STAGES - 1; ++s) {
     if (s < tiles) load(s, s);
     CpAsyncCommit();
   }
   for (int t = 0; t < tiles; ++t) {
-    CpAsyncWait<kTcStages - 2>();
+    CpAsyncWait<STAGES - 2>();
     __syncthreads();  // tile t is visible to all; the stage loaded next was consumed by all
-    const int next = t + kTcStages - 1;
-    if (next < tiles) load(next % kTcStages, next);
+    const int next = t + STAGES - 1;
+    if (next < tiles) load(next % STAGES, next);
     CpAsyncCommit();
-    const __nv_bfloat16* at = as + (t % kTcStages) * kAStage;
-    const __nv_bfloat16* bt = bs + (t % kTcStages) * kBStage;
+    const __nv_bfloat16* at = as + (t % STAGES) * C::kAStage;
+    const __nv_bfloat16* bt = bs + (t % STAGES) * C::kBStage;
 #pragma unroll
-    for (int kk = 0; kk < kTcBk / 16; ++kk) {
-      unsigned af[4][4], bf[4][2];
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      unsigned af[C::kMi][4], bf[C::kNi][2];
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        const int row = wm * 64 + mi * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
-        LdMatrixX4(af[mi], at + row * kALd + col);
+      for (int mi = 0; mi < C::kMi; ++mi) {
+        const int row = wm * (BM / WM) + mi * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
+        LdMatrixX4(af[mi], at + row * C::kALd + col);
       }
 #pragma unroll
-      for (int nj = 0; nj < 2; ++nj) {
+      for (int nj = 0; nj < C::kNi / 2; ++nj) {
         unsigned r[4];
-        const int krow = kk * 16 + lane % 16, col = wn * 32 + nj * 16 + (lane / 16) * 8;
-        LdMatrixX4Trans(r, bt + krow * kBLd + col);
+        const int krow = kk * 16 + lane % 16;
+        const int col = wn * (BN / WN) + nj * 16 + (lane / 16) * 8;
+        LdMatrixX4Trans(r, bt + krow * C::kBLd + col);
         bf[nj * 2][0] = r[0];
         bf[nj * 2][1] = r[1];
         bf[nj * 2 + 1][0] = r[2];
         bf[nj * 2 + 1][1] = r[3];
       }
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
+      for (int mi = 0; mi < C::kMi; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) MmaBf16(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+        for (int ni = 0; ni < C::kNi; ++ni) MmaBf16(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
     }
   }
   CpAsyncWait<0>();
 #pragma unroll
-  for (int mi = 0; mi < 4; ++mi) {
+  for (int mi = 0; mi < C::kMi; ++mi) {
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      const int row = bm + wm * 64 + mi * 16 + lane / 4;
-      const int col = bn + wn * 32 + ni * 8 + (lane % 4) * 2;
+    for (int ni = 0; ni < C::kNi; ++ni) {
+      const int row = bm + wm * (BM / WM) + mi * 16 + lane / 4;
+      const int col = bn + wn * (BN / WN) + ni * 8 + (lane % 4) * 2;
       *reinterpret_cast<float2*>(c + static_cast<int64_t>(row) * n + col) =
           make_float2(acc[mi][ni][0], acc[mi][ni][1]);
       *reinterpret_cast<float2*>(c + static_cast<int64_t>(row + 8) * n + col) =
           make_float2(acc[mi][ni][2], acc[mi][ni][3]);
     }
+  }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+cudaError_t LaunchTensorCore(int m, int n, int k, const void* a, const void* b, float* c,
+                             cudaStream_t stream) {
+  using C = TcConfig<BM, BN, BK, WM, WN, STAGES>;
+  auto* kernel = GemmTensorCore<BM, BN, BK, WM, WN, STAGES>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  if (m % BM || n % BN) return cudaErrorInvalidValue;
+  kernel<<<dim3(n / BN, m / BM), kThreads, C::kSmemBytes, stream>>>(
+      m, n, k, static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), c);
+  return cudaGetLastError();
+}
+
+// Tile configurations tried on the H200 (gpu/NOTES.md); the ladder's rung 7 is kTcDefault.
+// 0: 128×128×32, warps 2×4 (64×32), 4 stages   1: 128×256×32, warps 2×4 (64×64), 3 stages
+// 2: 128×128×64, warps 2×4 (64×32), 3 stages   3: 256×128×32, warps 4×2 (64×64), 3 stages
+constexpr int kTcDefault = 1;
+
+int TensorCoreConfig() {
+  static const int config = [] {
+    const char* e = std::getenv("STALLSCOPE_TC_CONFIG");
+    return e ? std::atoi(e) : kTcDefault;
+  }();
+  return config;
+}
+
+cudaError_t LaunchTensorCoreConfigured(int m, int n, int k, const void* a, const void* b,
+                                       float* c, cudaStream_t stream) {
+  switch (TensorCoreConfig()) {
+    case 0: return LaunchTensorCore<128, 128, 32, 2, 4, 4>(m, n, k, a, b, c, stream);
+    case 2: return LaunchTensorCore<128, 128, 64, 2, 4, 3>(m, n, k, a, b, c, stream);
+    case 3: return LaunchTensorCore<256, 128, 32, 4, 2, 3>(m, n, k, a, b, c, stream);
+    default: return LaunchTensorCore<128, 256, 32, 2, 4, 3>(m, n, k, a, b, c, stream);
   }
 }
 
@@ -328,12 +379,13 @@ bool GemmKernelIsBf16(GemmKernel k) { return k == GemmKernel::kTensorCoreBf16; }
 std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim) {
   if (m <= 0 || n <= 0 || k_dim <= 0) return "dimensions must be positive";
   if (m > (1 << 30) || n > (1 << 30) || k_dim > (1 << 30)) return "dimensions must be below 2^30";
+  const bool tc = k == GemmKernel::kTensorCoreBf16;
   const int64_t mn = k == GemmKernel::kNaive || k == GemmKernel::kCoalesced ||
                              k == GemmKernel::kSharedTiled
                          ? 32
-                         : 128;
+                         : (tc ? 256 : 128);
   if (m % mn || n % mn) return "M and N must be multiples of " + std::to_string(mn);
-  if (k_dim % 32) return "K must be a multiple of 32";
+  if (k_dim % (tc ? 64 : 32)) return tc ? "K must be a multiple of 64" : "K must be a multiple of 32";
   return "";
 }
 
@@ -361,14 +413,8 @@ cudaError_t LaunchGemm(GemmKernel kernel, int64_t m64, int64_t n64, int64_t k64,
     case GemmKernel::kDoubleBuffered:
       GemmDoubleBuffered<<<dim3(n / kBn, m / kBm), kThreads, 0, stream>>>(m, n, k, fa, fb, c);
       break;
-    case GemmKernel::kTensorCoreBf16: {
-      static const cudaError_t attr = cudaFuncSetAttribute(
-          GemmTensorCore, cudaFuncAttributeMaxDynamicSharedMemorySize, kTcSmemBytes);
-      if (attr != cudaSuccess) return attr;
-      GemmTensorCore<<<dim3(n / kTcBn, m / kTcBm), kThreads, kTcSmemBytes, stream>>>(
-          m, n, k, static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), c);
-      break;
-    }
+    case GemmKernel::kTensorCoreBf16:
+      return LaunchTensorCoreConfigured(m, n, k, a, b, c, stream);
   }
   return cudaGetLastError();
 }

@@ -2,9 +2,9 @@
 // ways, each adding one idea to the last. Launchers are host functions; kernels live in
 // gemm.cu. Every launcher is asynchronous on `stream` and returns the launch's error.
 //
-// Shapes: the fp32 kernels need M and N multiples of 128 and K a multiple of 32; the bf16
-// tensor-core kernel needs M and N multiples of 128 and K a multiple of 32. GemmShapeError()
-// says what a shape lacks (empty = fine).
+// Shapes: rungs 1–3 need M and N multiples of 32, rungs 4–6 multiples of 128, both K a
+// multiple of 32; the bf16 tensor-core kernel needs M and N multiples of 256 and K of 64.
+// GemmShapeError() says what a shape lacks (empty = fine).
 //
 // Thread-safety: launchers are reentrant; kernels only read A and B and write C.
 #ifndef STALLSCOPE_GPU_KERNELS_GEMM_H_

@@ -114,11 +114,11 @@ __device__ __forceinline__ uint64_t Mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-__global__ void FillUniformKernel(float* x, int64_t n, uint64_t seed) {
+__global__ void FillUniformKernel(float* x, int64_t n, uint64_t seed, float scale) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const uint64_t h = Mix(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(i));
-    x[i] = static_cast<float>(h >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    x[i] = (static_cast<float>(h >> 40) * (2.0f / 16777216.0f) - 1.0f) * scale;
   }
 }
 
@@ -213,8 +213,8 @@ cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStrea
   return cudaGetLastError();
 }
 
-cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream) {
-  FillUniformKernel<<<Blocks(n), kBlock, 0, stream>>>(x, n, seed);
+cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream, float scale) {
+  FillUniformKernel<<<Blocks(n), kBlock, 0, stream>>>(x, n, seed, scale);
   return cudaGetLastError();
 }
 

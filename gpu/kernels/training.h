@@ -41,8 +41,9 @@ cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_
 // out (cols × rows) = in (rows × cols) transposed.
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream);
 
-// Uniform values in [-1, 1) from a counter hash of (seed, index).
-cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream);
+// Uniform values in [-scale, scale) from a counter hash of (seed, index).
+cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream,
+                        float scale = 1.0f);
 // x = NaN (poisons an output before a kernel that must write every element).
 cudaError_t FillNaN(float* x, int64_t n, cudaStream_t stream);
 // Round to bf16 (out is __nv_bfloat16*) and widen to double.
