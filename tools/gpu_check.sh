@@ -31,7 +31,9 @@ for c in 0 1 2 3; do
 done | tee "$OUT/tc_configs.txt"
 
 echo "== 4. compute-bound scenario"
-/usr/bin/time -f "%e s wall" "$S" run "$B/scenarios/gpu_compute_bound.yaml" --json "$OUT/compute_bound.json" --quiet | tee "$OUT/compute_bound.txt"
+t0=$SECONDS
+"$S" run "$B/scenarios/gpu_compute_bound.yaml" --json "$OUT/compute_bound.json" --quiet | tee "$OUT/compute_bound.txt"
+echo "($((SECONDS - t0)) s)"
 
 echo "== 5. starved scenario (cuda vs emulated)"
 "$S" run "$B/scenarios/gpu_starved.yaml" --json "$OUT/starved.json" --quiet | tee "$OUT/starved.txt"
