@@ -19,10 +19,10 @@ constexpr double kBf16Bound = 1e-2;  // bf16-rounded inputs: about 3e-3 expected
 
 struct Buffers {
   explicit Buffers(int64_t n)
-      : a(n * n), b(n * n), c(n * n), a16(n * n / 2), b16(n * n / 2), ad(n * n), bd(n * n),
-        cd(n * n), sums(3) {}
+      : a(n * n), b(n * n), c(n * n), a16(n * n / 2), b16(n * n / 2), bt16(n * n / 2),
+        ad(n * n), bd(n * n), cd(n * n), sums(3) {}
   DeviceBuffer<float> a, b, c;
-  DeviceBuffer<float> a16, b16;  // bf16 storage: n² halves = n²/2 floats
+  DeviceBuffer<float> a16, b16, bt16;  // bf16 storage (n² halves = n²/2 floats); bt16 = Bᵀ
   DeviceBuffer<double> ad, bd, cd, sums;
 };
 
@@ -45,6 +45,8 @@ class Ladder {
     STALLSCOPE_CUDA(FillUniform(buf_.b.get(), n * n, seed_ * 2 + 1, stream_));
     STALLSCOPE_CUDA(ToBf16(buf_.a.get(), n * n, buf_.a16.get(), stream_));
     STALLSCOPE_CUDA(ToBf16(buf_.b.get(), n * n, buf_.b16.get(), stream_));
+    STALLSCOPE_CUDA(Transpose(buf_.b.get(), static_cast<int>(n), static_cast<int>(n), buf_.c.get(), stream_));
+    STALLSCOPE_CUDA(ToBf16(buf_.c.get(), n * n, buf_.bt16.get(), stream_));
     STALLSCOPE_CUDA(ToDouble(buf_.a.get(), n * n, buf_.ad.get(), stream_));
     STALLSCOPE_CUDA(ToDouble(buf_.b.get(), n * n, buf_.bd.get(), stream_));
     const double one = 1, zero = 0;
@@ -68,8 +70,11 @@ class Ladder {
     } else {
       const auto kernel = static_cast<GemmKernel>(k);
       const bool bf16 = GemmKernelIsBf16(kernel);
-      STALLSCOPE_CUDA(LaunchGemm(kernel, n, n, n, bf16 ? buf_.a16.get() : buf_.a.get(),
-                                 bf16 ? buf_.b16.get() : buf_.b.get(), buf_.c.get(), stream_));
+      const void* b = !bf16 ? buf_.b.get()
+                      : GemmKernelTakesTransposedB(kernel) ? buf_.bt16.get()
+                                                           : buf_.b16.get();
+      STALLSCOPE_CUDA(LaunchGemm(kernel, n, n, n, bf16 ? buf_.a16.get() : buf_.a.get(), b,
+                                 buf_.c.get(), stream_));
     }
   }
 
@@ -161,7 +166,7 @@ LadderResult RunKernelLadder(const LadderOptions& o) {
     bool bf16;
   };
   std::vector<Version> versions;
-  for (int k = 0; k <= static_cast<int>(GemmKernel::kTensorCoreBf16); ++k) {
+  for (int k = 0; k <= static_cast<int>(GemmKernel::kWgmmaBf16); ++k) {
     const auto g = static_cast<GemmKernel>(k);
     versions.push_back({k, GemmKernelName(g), GemmKernelIsBf16(g)});
   }
@@ -177,7 +182,8 @@ LadderResult RunKernelLadder(const LadderOptions& o) {
       row.precision = v.bf16 ? "bf16" : "fp32";
       row.error_bound = v.bf16 ? kBf16Bound : kFp32Bound;
       const bool slow = v.id >= 0 && v.id <= static_cast<int>(GemmKernel::kSharedTiled);
-      if (slow && n > o.slow_rung_max_size) {
+      if ((slow && n > o.slow_rung_max_size) ||
+          (v.id >= 0 && !GemmKernelRunsHere(static_cast<GemmKernel>(v.id)))) {
         result.rows.push_back(row);
         continue;
       }

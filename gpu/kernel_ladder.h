@@ -21,7 +21,7 @@ struct LadderRow {
   int size = 0;
   std::string kernel;     // "1 naive" … "cuBLAS SGEMM", "cuBLAS bf16"
   std::string precision;  // "fp32" | "bf16"
-  bool ran = false;       // false: skipped (slow rung at a large size)
+  bool ran = false;       // false: skipped (slow rung at a large size, wgmma off Hopper)
   double ms = 0, tflops = 0;
   double percent_of_cublas = 0;  // against cuBLAS of the same precision and size
   double relative_error = 0, error_bound = 0;

@@ -17,6 +17,11 @@
 //                     m16n8k16); ldmatrix from padded (conflict-free) shared memory, filled
 //                     by a multi-stage cp.async pipeline; 128×256×32 block tiles, 64×64 per
 //                     warp (other tilings selectable with STALLSCOPE_TC_CONFIG, see below).
+//   8 wgmma           Hopper's warpgroup MMA (sm_90a): two warpgroups each multiply a 64-row
+//                     slab of A by the whole B tile straight from shared memory (no ldmatrix,
+//                     no register fragments), asynchronously, one k-tile in flight while the
+//                     next is issued; tiles 128×256×64 in 128-byte-swizzled K-major layout,
+//                     filled by a 4-stage cp.async pipeline. B is given transposed (N×K).
 //
 // cuBLAS (fp32 SGEMM and bf16 GemmEx) is the bar; the ladder's driver is gpu/kernel_ladder.cc.
 #include <cuda_bf16.h>
@@ -25,6 +30,7 @@
 #include <cstdlib>
 
 #include "gpu/kernels/gemm.h"
+#include "gpu/kernels/wgmma.cuh"
 
 namespace stallscope::gpu {
 namespace {
@@ -359,6 +365,133 @@ cudaError_t LaunchTensorCoreConfigured(int m, int n, int k, const void* a, const
   }
 }
 
+
+// --- 8 wgmma (sm_90a) ------------------------------------------------------------------------
+// Compiled only into the sm_90a machine code; the compute_90 PTX has an empty body and the
+// launcher refuses devices other than compute capability 9.0.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define STALLSCOPE_WGMMA_BODY 1
+#endif
+
+#ifdef STALLSCOPE_WGMMA_BODY
+template <int BN>
+__device__ __forceinline__ void WgmmaTile(float (&acc)[BN / 2], uint64_t da, uint64_t db) {
+  if constexpr (BN == 128) {
+    wgmma::Wgmma64x128(acc, da, db, 1);
+  } else {
+    wgmma::Wgmma64x256(acc, da, db, 1);
+  }
+}
+#endif
+
+template <int BN, int STAGES, int IN_FLIGHT>
+__global__ void __launch_bounds__(kThreads, 1)
+    GemmWgmma(int m, int n, int k, const __nv_bfloat16* a, const __nv_bfloat16* bt, float* c) {
+#ifdef STALLSCOPE_WGMMA_BODY
+  constexpr int BM = 128, BK = 64;                 // a K row of the tile is one 128-byte line
+  constexpr int kATile = BM * BK * 2, kBTile = BN * BK * 2, kStage = kATile + kBTile;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});  // swizzle atoms
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+  const int tiles = k / BK;
+  // Row r's 16-byte chunk q lands at r*128 + ((q ^ (r % 8)) * 16): the 128-byte swizzle.
+  auto load = [&](int stage, int t) {
+    unsigned char* base = smem + stage * kStage;
+#pragma unroll
+    for (int i = 0; i < BM * 8 / kThreads; ++i) {
+      const int ch = tid + i * kThreads, r = ch / 8, q = ch % 8;
+      CpAsync16(base + r * 128 + ((q ^ (r & 7)) << 4),
+                a + static_cast<int64_t>(bm + r) * k + t * BK + q * 8);
+    }
+#pragma unroll
+    for (int i = 0; i < BN * 8 / kThreads; ++i) {
+      const int ch = tid + i * kThreads, r = ch / 8, q = ch % 8;
+      CpAsync16(base + kATile + r * 128 + ((q ^ (r & 7)) << 4),
+                bt + static_cast<int64_t>(bn + r) * k + t * BK + q * 8);
+    }
+  };
+  float acc[BN / 2] = {};
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < tiles) load(s, s);
+    CpAsyncCommit();
+  }
+  for (int t = 0; t < tiles; ++t) {
+    CpAsyncWait<STAGES - 2>();
+    wgmma::FenceProxyAsync();
+    __syncthreads();  // tile t is in shared memory, visible to the tensor cores
+    const unsigned char* at = smem + (t % STAGES) * kStage + wg * 64 * 128;
+    const unsigned char* btile = smem + (t % STAGES) * kStage + kATile;
+    wgmma::Fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      WgmmaTile<BN>(acc, wgmma::Descriptor(at + kk * 32), wgmma::Descriptor(btile + kk * 32));
+    }
+    wgmma::Commit();
+    wgmma::Wait<IN_FLIGHT>();  // with 1: tile t-1's multiplies are done, t's may still run
+    __syncthreads();           // … in both warpgroups: its stage may be overwritten
+    const int next = t + STAGES - 1;
+    if (next < tiles) load(next % STAGES, next);
+    CpAsyncCommit();
+  }
+  wgmma::Wait<0>();
+  CpAsyncWait<0>();
+  const int warp = (tid % 128) / 32, lane = tid % 32;
+  const int row = bm + wg * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = bn + j * 8 + (lane % 4) * 2;
+    *reinterpret_cast<float2*>(c + static_cast<int64_t>(row) * n + col) =
+        make_float2(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<float2*>(c + static_cast<int64_t>(row + 8) * n + col) =
+        make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+#endif
+}
+
+template <int BN, int STAGES, int IN_FLIGHT>
+cudaError_t LaunchWgmma(int m, int n, int k, const void* a, const void* bt, float* c,
+                        cudaStream_t stream) {
+  constexpr int kSmem = STAGES * (128 * 64 * 2 + BN * 64 * 2) + 1024;
+  auto* kernel = GemmWgmma<BN, STAGES, IN_FLIGHT>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (attr != cudaSuccess) return attr;
+  if (m % 128 || n % BN || k % 64) return cudaErrorInvalidValue;
+  kernel<<<dim3(n / BN, m / 128), kThreads, kSmem, stream>>>(
+      m, n, k, static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(bt), c);
+  return cudaGetLastError();
+}
+
+// 0: 128×256×64, 4 stages, one k-tile in flight (default)   1: the same, 3 stages, none
+// 2: 128×128×64, 4 stages, one in flight                     3: 128×256×64, 3 stages, one
+cudaError_t LaunchWgmmaConfigured(int m, int n, int k, const void* a, const void* bt, float* c,
+                                  cudaStream_t stream) {
+  static const int config = [] {
+    const char* e = std::getenv("STALLSCOPE_WGMMA_CONFIG");
+    return e ? std::atoi(e) : 0;
+  }();
+  switch (config) {
+    case 1: return LaunchWgmma<256, 3, 0>(m, n, k, a, bt, c, stream);
+    case 2: return LaunchWgmma<128, 4, 1>(m, n, k, a, bt, c, stream);
+    case 3: return LaunchWgmma<256, 3, 1>(m, n, k, a, bt, c, stream);
+    default: return LaunchWgmma<256, 4, 1>(m, n, k, a, bt, c, stream);
+  }
+}
+
+bool WgmmaSupported() {
+  static const bool ok = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
+  }();
+  return ok;
+}
+
 }  // namespace
 
 const char* GemmKernelName(GemmKernel k) {
@@ -370,15 +503,27 @@ const char* GemmKernelName(GemmKernel k) {
     case GemmKernel::kVectorized: return "5 vectorized";
     case GemmKernel::kDoubleBuffered: return "6 double-buffered";
     case GemmKernel::kTensorCoreBf16: return "7 tensor-core bf16";
+    case GemmKernel::kWgmmaBf16: return "8 wgmma bf16";
   }
   return "?";
 }
 
-bool GemmKernelIsBf16(GemmKernel k) { return k == GemmKernel::kTensorCoreBf16; }
+bool GemmKernelIsBf16(GemmKernel k) {
+  return k == GemmKernel::kTensorCoreBf16 || k == GemmKernel::kWgmmaBf16;
+}
+
+bool GemmKernelTakesTransposedB(GemmKernel k) { return k == GemmKernel::kWgmmaBf16; }
+
+bool GemmKernelRunsHere(GemmKernel k) { return k != GemmKernel::kWgmmaBf16 || WgmmaSupported(); }
 
 std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim) {
   if (m <= 0 || n <= 0 || k_dim <= 0) return "dimensions must be positive";
   if (m > (1 << 30) || n > (1 << 30) || k_dim > (1 << 30)) return "dimensions must be below 2^30";
+  if (k == GemmKernel::kWgmmaBf16) {
+    if (m % 128 || n % 256) return "M must be a multiple of 128 and N of 256";
+    if (k_dim % 64) return "K must be a multiple of 64";
+    return "";
+  }
   const bool tc = k == GemmKernel::kTensorCoreBf16;
   const int64_t mn = k == GemmKernel::kNaive || k == GemmKernel::kCoalesced ||
                              k == GemmKernel::kSharedTiled
@@ -415,6 +560,9 @@ cudaError_t LaunchGemm(GemmKernel kernel, int64_t m64, int64_t n64, int64_t k64,
       break;
     case GemmKernel::kTensorCoreBf16:
       return LaunchTensorCoreConfigured(m, n, k, a, b, c, stream);
+    case GemmKernel::kWgmmaBf16:
+      if (!WgmmaSupported()) return cudaErrorNotSupported;
+      return LaunchWgmmaConfigured(m, n, k, a, b, c, stream);
   }
   return cudaGetLastError();
 }

@@ -3,7 +3,8 @@
 // gemm.cu. Every launcher is asynchronous on `stream` and returns the launch's error.
 //
 // Shapes: rungs 1–3 need M and N multiples of 32, rungs 4–6 multiples of 128, both K a
-// multiple of 32; the bf16 tensor-core kernel needs M and N multiples of 256 and K of 64.
+// multiple of 32; the bf16 tensor-core kernel needs M and N multiples of 256 and K of 64;
+// the wgmma kernel M a multiple of 128, N of 256, K of 64.
 // GemmShapeError() says what a shape lacks (empty = fine).
 //
 // Thread-safety: launchers are reentrant; kernels only read A and B and write C.
@@ -25,15 +26,20 @@ enum class GemmKernel {
   kVectorized,   // float4 global and shared loads, A tile stored transposed, no bank conflicts
   kDoubleBuffered,  // the next K-tile is fetched into registers while the current one computes
   kTensorCoreBf16,  // bf16 mma.sync m16n8k16 tensor cores, fp32 accumulate, cp.async pipeline
+  kWgmmaBf16,       // Hopper warpgroup MMA from swizzled shared memory (sm_90a only); B is N×K
 };
 
 const char* GemmKernelName(GemmKernel k);
 bool GemmKernelIsBf16(GemmKernel k);
+// The wgmma rung reads B transposed: `b` is N×K row-major (each column of B contiguous).
+bool GemmKernelTakesTransposedB(GemmKernel k);
+// False for the wgmma rung on a GPU other than compute capability 9.0 (or none).
+bool GemmKernelRunsHere(GemmKernel k);
 
 // Empty when kernel `k` handles this shape, otherwise the reason.
 std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim);
 
-// fp32 kernels: A, B, C float. Tensor-core kernel: A, B __nv_bfloat16 (passed as void*), C float.
+// fp32 kernels: A, B, C float. bf16 kernels: A, B __nv_bfloat16 (passed as void*), C float.
 cudaError_t LaunchGemm(GemmKernel k, int64_t m, int64_t n, int64_t k_dim, const void* a,
                        const void* b, float* c, cudaStream_t stream);
 
