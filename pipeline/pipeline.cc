@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "pipeline/nvtx.h"
 #include "pipeline/preprocess.h"
 
 namespace stallscope {
@@ -50,6 +51,7 @@ struct Pipeline::Slot {
   int index = 0;
   uint64_t batch = 0;
   uint32_t count = 0;  // samples in this batch
+  uint64_t fetch_range = 0;  // NVTX range from the first read to the last
   std::unique_ptr<std::byte[], FreeDeleter> raw;
   std::unique_ptr<std::byte[], FreeDeleter> staged;  // null when rows are the raw bytes
   std::vector<uint64_t> ids;
@@ -192,7 +194,10 @@ RunRecord Pipeline::Run() {
         device_batch_ = b;
         fetch_cv_.notify_all();
         copy_cv_.notify_all();
-        device_cv_.wait(lock, [&] { return copied_[b] || stop_; });
+        if (!copied_[b] && !stop_) {
+          nvtx::ScopedRange stall("stallscope: GPU waits for data");
+          device_cv_.wait(lock, [&] { return copied_[b] || stop_; });
+        }
         if (stop_) break;
       }
       BatchRecord& r = records_[b];
@@ -329,6 +334,7 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
   r.fetch_start = MonotonicSeconds();
 
   slot.batch = b;
+  slot.fetch_range = nvtx::StartRange("stallscope: fetch");
   slot.count = count;
   slot.next_chunk = 0;
   slot.chunks_done = 0;
@@ -435,6 +441,7 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
 }
 
 void Pipeline::FetchDone(Slot& slot) {
+  nvtx::EndRange(slot.fetch_range);
   BatchRecord& r = records_[slot.batch];
   r.fetch_done = MonotonicSeconds();
   r.storage_bytes = slot.storage_bytes.load(std::memory_order_relaxed);
@@ -489,6 +496,7 @@ void Pipeline::WorkerLoop(int worker) {
       if (slot->next_chunk == chunks_per_batch_) fetched_.pop_front();
       if (!fetched_.empty()) worker_cv_.notify_one();
     }
+    nvtx::ScopedRange range("stallscope: preprocess");
     const double t0 = MonotonicSeconds();
     const uint32_t per = (slot->count + chunks_per_batch_ - 1) / chunks_per_batch_;
     const uint32_t begin = std::min(slot->count, chunk * per);

@@ -5,6 +5,7 @@
 #   tools/bundle.sh && (on the GPU host) tools/gpu_check.sh bundle /tmp/out
 # Steps: 1 nvidia-smi and ldd  2 cuda_device_test  3 stallscope kernels
 #        4 scenarios/gpu_compute_bound.yaml  5 scenarios/gpu_starved.yaml  6 bench_h2d
+#        7 compute-sanitizer memcheck and racecheck on the kernel tests
 set -uo pipefail
 B=$(cd "${1:-bundle}" && pwd)
 OUT=${2:-${OUT:-/tmp/stallscope-gpu}}
@@ -42,9 +43,24 @@ echo "== 6. plain pinned H2D copy of one batch"
 batch_bytes=$(python3 -c "import json;v=json.load(open('$OUT/compute_bound.json'))['variants'][0];print(int(v['gpu']['h2d']['bytes']/ (v['steps'])))" 2>/dev/null || echo 4194304)
 "$B/bin/bench_h2d" --bytes "$batch_bytes" | tee "$OUT/h2d.txt"
 
-python3 - "$OUT" "$tests_rc" <<'PY'
+echo "== 7. compute-sanitizer (memcheck, racecheck) on the kernel tests"
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sanitizer_rc=0
+if [ -x "$CS" ]; then
+  for tool in memcheck racecheck; do
+    "$CS" --tool $tool --error-exitcode 9 "$B/bin/cuda_device_test" \
+      --gtest_filter='GemmLadder.*:MlpModel.*' >"$OUT/sanitizer-$tool.log" 2>&1
+    rc=$?
+    echo "$tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
+    [ $rc -eq 0 ] || sanitizer_rc=$rc
+  done
+else
+  echo "compute-sanitizer not found; skipped"
+fi
+
+python3 - "$OUT" "$tests_rc" "$sanitizer_rc" <<'PY'
 import json, sys, os, re
-out, tests_rc = sys.argv[1], int(sys.argv[2])
+out, tests_rc, sanitizer_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rows = []
 def check(name, ok, value):
     rows.append((name, "PASS" if ok else "FAIL", value))
@@ -89,6 +105,7 @@ try:
 except Exception as ex:
     check("kernel ladder at 4096", False, repr(ex))
 check("GPU test suite", tests_rc == 0, f"cuda_device_test exit {tests_rc}")
+check("compute-sanitizer memcheck + racecheck", sanitizer_rc == 0, f"exit {sanitizer_rc}")
 w = max(len(r[0]) for r in rows)
 print("\n== summary")
 for name, verdict, value in rows:
