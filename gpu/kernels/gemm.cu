@@ -15,7 +15,7 @@
 //                     while the current one is computed, one barrier per tile.
 //   7 tensor-core     bf16 inputs, fp32 accumulation on the tensor cores (mma.sync
 //                     m16n8k16); ldmatrix from padded (conflict-free) shared memory, filled
-//                     by a multi-stage cp.async pipeline; 128×256×32 block tiles, 64×64 per
+//                     by a multi-stage cp.async pipeline; 128×128×64 block tiles, 64×32 per
 //                     warp (other tilings selectable with STALLSCOPE_TC_CONFIG, see below).
 //   8 wgmma           Hopper's warpgroup MMA (sm_90a): two warpgroups each multiply a 64-row
 //                     slab of A by the whole B tile straight from shared memory (no ldmatrix,
@@ -345,7 +345,7 @@ cudaError_t LaunchTensorCore(int m, int n, int k, const void* a, const void* b, 
 // Tile configurations tried on the H200 (gpu/NOTES.md); the ladder's rung 7 is kTcDefault.
 // 0: 128×128×32, warps 2×4 (64×32), 4 stages   1: 128×256×32, warps 2×4 (64×64), 3 stages
 // 2: 128×128×64, warps 2×4 (64×32), 3 stages   3: 256×128×32, warps 4×2 (64×64), 3 stages
-constexpr int kTcDefault = 1;
+constexpr int kTcDefault = 2;
 
 int TensorCoreConfig() {
   static const int config = [] {
