@@ -79,11 +79,13 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
       cache_(cache),
       device_(device),
       sampler_(storage.num_samples(), options.seed) {
-  if (options.preprocess != "none" && options.preprocess != "normalize") {
-    throw std::invalid_argument(
-        "loader.preprocess: '" + options.preprocess +
-        "' is not in this build yet (the dataset-benchmark issue adds jpeg-decode); use none or "
-        "normalize");
+  if (options.preprocess != "none" && options.preprocess != "normalize" &&
+      options.preprocess != "jpeg-decode") {
+    throw std::invalid_argument("loader.preprocess: '" + options.preprocess +
+                                "': expected none, normalize or jpeg-decode");
+  }
+  if (options.preprocess == "jpeg-decode" && (options.image_size < 8 || options.image_size > 4096)) {
+    throw std::invalid_argument("loader.preprocess.size: expected 8 to 4096 pixels");
   }
   if (cache.num_tiers() > kMaxCacheTiers) {
     throw std::invalid_argument(fmt::format("cache.tiers: at most {} tiers", kMaxCacheTiers));
@@ -94,13 +96,16 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
   total_batches_ = batches_per_epoch_ * std::max<uint32_t>(options.epochs, 1);
   if (options.max_steps > 0) total_batches_ = std::min(total_batches_, options.max_steps);
 
-  normalize_ = options.preprocess == "normalize";
+  jpeg_ = options.preprocess == "jpeg-decode";
+  normalize_ = options.preprocess == "normalize" || jpeg_;  // both stage float rows
   preprocess_stage_ =
       normalize_ || options.preprocess_cost > 0 || (options.verify && storage.can_verify());
   // Block-aligned, block-rounded rows: storage and disk-tier reads may be O_DIRECT.
   raw_stride_ = RoundUp(std::max<uint64_t>(storage.max_sample_bytes(), 1), 4096);
   staged_stride_ =
-      normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64) : raw_stride_;
+      jpeg_ ? RoundUp(JpegSampleFloats(static_cast<int>(options.image_size)) * sizeof(float), 64)
+      : normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64)
+                   : raw_stride_;
   // Chunks: enough that every worker has work even on a single batch (prefetch 0).
   chunks_per_batch_ = std::min<uint32_t>(batch, std::max<uint32_t>(options.workers, 1) * 2);
 
@@ -483,6 +488,9 @@ void Pipeline::WorkerLoop(int worker) {
   const bool verify = options_.verify && storage_.can_verify();
   uint64_t sink = 0;  // keeps the burned work observable
   double busy = 0;
+  std::unique_ptr<JpegDecoder> jpeg;  // one per worker: TurboJPEG handles are per thread
+  RgbImage image;
+  if (jpeg_) jpeg = std::make_unique<JpegDecoder>();
   while (true) {
     Slot* slot;
     uint32_t chunk;
@@ -512,9 +520,16 @@ void Pipeline::WorkerLoop(int worker) {
           ++bad;
         }
       }
-      if (normalize_) {
-        NormalizeBytes(raw, slot->bytes[i],
-                       reinterpret_cast<float*>(slot->staged.get() + i * staged_stride_));
+      float* staged = normalize_ ? reinterpret_cast<float*>(slot->staged.get() + i * staged_stride_)
+                                 : nullptr;
+      if (jpeg_) {
+        std::string why;
+        if (!DecodeJpegSample(*jpeg, image, raw, slot->bytes[i],
+                              static_cast<int>(options_.image_size), staged, &why)) {
+          ++bad;  // undecodable content: counted with the integrity errors
+        }
+      } else if (normalize_) {
+        NormalizeBytes(raw, slot->bytes[i], staged);
       }
       if (burner) sink ^= burner->Burn(options_.preprocess_cost, slot->ids[i]);
     }

@@ -66,8 +66,9 @@ struct PipelineOptions {
   uint32_t batch_size = 256;
   uint32_t prefetch = 4;
   uint32_t workers = 2;
-  std::string preprocess = "normalize";  // none | normalize
+  std::string preprocess = "normalize";  // none | normalize | jpeg-decode
   double preprocess_cost = 0;            // seconds of extra CPU work per sample
+  uint32_t image_size = 224;             // jpeg-decode: output side in pixels
   uint32_t epochs = 1;
   uint64_t max_steps = 0;  // 0 = whole epochs
   bool verify = true;
@@ -186,6 +187,7 @@ class Pipeline final : private ReadCallback {
   uint64_t raw_stride_ = 0;     // bytes per sample in a slot's raw area
   uint64_t staged_stride_ = 0;  // bytes per sample row handed to the device
   bool normalize_ = false;
+  bool jpeg_ = false;  // jpeg-decode (normalize_ is also set: rows are floats)
   bool preprocess_stage_ = true;
   uint32_t chunks_per_batch_ = 1;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -1,7 +1,7 @@
 // CPU preprocessing: the work each worker does per sample.
 //
 // `normalize` turns raw bytes into float32 in [0, 1] (x / 255), the usual first step of an
-// image pipeline. `cost` adds a calibrated amount of extra real computation per sample (a
+// image pipeline. `jpeg-decode` decodes, crops and normalizes an image (DecodeJpegSample). `cost` adds a calibrated amount of extra real computation per sample (a
 // dependent integer hash chain, whose result is folded into the output so the compiler
 // cannot drop it): the work really occupies a core, and contention between workers shows
 // as it would with real decoding — unlike sleep(), which DLIO uses.
@@ -12,11 +12,25 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "storage/jpeg.h"
 
 namespace stallscope {
 
 // Writes n floats, out[i] = in[i] / 255.
 void NormalizeBytes(const std::byte* in, size_t n, float* out);
+
+// `jpeg-decode`, as torchvision's Resize(size * 256 / 224) + CenterCrop(size) + ToTensor +
+// Normalize(ImageNet mean, std): decodes the JPEG (at the smallest DCT scale that still
+// covers the resize), resamples the centre crop bilinearly (a plain copy when no resize is
+// needed) and writes size × size × 3 floats, channel-major (CHW). Returns false with the
+// reason for data that does not decode; `out` is then zeroed.
+bool DecodeJpegSample(JpegDecoder& decoder, RgbImage& scratch, const std::byte* data, size_t n,
+                      int size, float* out, std::string* error);
+
+// Floats per sample that DecodeJpegSample writes.
+inline uint64_t JpegSampleFloats(int size) { return static_cast<uint64_t>(size) * size * 3; }
 
 class CpuBurner {
  public:

@@ -64,6 +64,7 @@ PipelineOptions ToPipelineOptions(const Scenario& s) {
   p.workers = s.loader.workers;
   p.preprocess = s.loader.preprocess;
   p.preprocess_cost = s.loader.preprocess_cost;
+  p.image_size = s.loader.image_size;
   p.epochs = s.run.epochs;
   p.max_steps = s.run.max_steps;
   p.verify = s.run.verify;

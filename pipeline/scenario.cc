@@ -328,6 +328,7 @@ void ReadLoader(Section s, Scenario::Loader& l) {
       Section p(s.ctx(), pre, s.Path("preprocess"));
       l.preprocess = p.Enum("kind", l.preprocess, kinds);
       l.preprocess_cost = p.Duration("cost", l.preprocess_cost);
+      l.image_size = p.Integer<uint32_t>("size", l.image_size, 8);
       p.Finish();
     }
   }

@@ -68,6 +68,7 @@ struct Scenario {
     uint32_t workers = 2;                  // preprocessing threads
     std::string preprocess = "normalize";  // none | normalize | jpeg-decode
     double preprocess_cost = 0;            // seconds of extra real CPU work per sample
+    uint32_t image_size = 224;             // jpeg-decode: output side in pixels (size)
     std::string on_error = "retry";        // retry | skip | fail
     uint32_t retries = 3;
   } loader;

@@ -3,7 +3,9 @@
 // Files are laid out ImageNet-style, `class_NNN/sample_NNNNNNN.bin`, sample i in class
 // i % classes. Each file's bytes are FillContent(ContentKey(seed, PathKey(relative path))),
 // and a manifest (DirectoryStorage::kManifestName) records the seed, so DirectoryStorage can
-// verify every byte it reads back.
+// verify every byte it reads back. With format "jpeg" the files are `.jpg` images of
+// width × height: a colour and checker period per class plus per-file noise (learnable,
+// not verifiable byte for byte).
 //
 // Thread-safety: a plain function; concurrent calls must use different directories.
 #ifndef STALLSCOPE_STORAGE_GENERATE_H_
@@ -22,6 +24,8 @@ struct GenerateOptions {
   uint64_t size_stdev = 0;
   uint32_t classes = 10;
   uint64_t seed = 42;
+  std::string format = "raw";  // raw | jpeg
+  int width = 256, height = 256, quality = 90;  // jpeg images
 };
 
 struct GenerateResult {

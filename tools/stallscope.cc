@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -32,6 +33,7 @@
 #include "pipeline/trace.h"
 #include "pipeline/units.h"
 #include "storage/generate.h"
+#include "storage/jpeg.h"
 #include "storage/storage.h"
 
 namespace stallscope {
@@ -265,7 +267,24 @@ struct BenchTraining {
   std::string step_time = "0";
   uint32_t workers = 2;
   std::string workload;
+  std::string preprocess = "auto";  // auto: jpeg-decode when the files are JPEGs, else none
 };
+
+// True when the first regular file found below `dir` starts like a JPEG.
+bool DirectoryHoldsJpegs(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->path().filename().string().starts_with(".stallscope")) {
+      continue;
+    }
+    std::ifstream f(it->path(), std::ios::binary);
+    char head[3] = {};
+    f.read(head, 3);
+    return f.gcount() == 3 && LooksLikeJpeg(reinterpret_cast<const std::byte*>(head), 3);
+  }
+  return false;
+}
 
 int BenchDir(const BenchDirOptions& o, BenchTraining t, const std::string& json_path) {
   if (!t.workload.empty()) {
@@ -305,7 +324,15 @@ int BenchDir(const BenchDirOptions& o, BenchTraining t, const std::string& json_
     s.loader.workers = t.workers;
     s.loader.io_depth = o.io_depth;
     s.loader.io_threads = o.io_threads;
-    s.loader.preprocess = "none";
+    if (t.preprocess == "auto") {
+      s.loader.preprocess = DirectoryHoldsJpegs(o.path) ? "jpeg-decode" : "none";
+    } else if (t.preprocess == "none" || t.preprocess == "normalize" ||
+               t.preprocess == "jpeg-decode") {
+      s.loader.preprocess = t.preprocess;
+    } else {
+      throw SetupError("--preprocess " + t.preprocess +
+                       ": expected auto, none, normalize or jpeg-decode");
+    }
     s.gpu.device = "emulated";
     s.gpu.step_time = *step;
     s.run.epochs = 1;
@@ -325,13 +352,14 @@ int BenchDir(const BenchDirOptions& o, BenchTraining t, const std::string& json_
     training["max_accelerators_at_au_0_9"] = max_accelerators;
     training["batch_size"] = t.batch;
     training["step_seconds"] = *step;
+    training["preprocess"] = s.loader.preprocess;
     doc["training"] = training;
     std::cout << fmt::format(
-        "\ntraining loop ({}batch {}, step {}, {} workers, emulated accelerator):\n"
+        "\ntraining loop ({}batch {}, step {}, {} workers, preprocess {}, emulated accelerator):\n"
         "  GPU idle {:.1f}%   AU {:.1f}%   {:.0f} samples/s\n  {}\n"
         "  accelerators this storage and host could keep at AU >= 90%: {}\n",
         t.workload.empty() ? "" : t.workload + ", ", t.batch, FormatDuration(*step), t.workers,
-        v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second, v.bottleneck_text,
+        s.loader.preprocess, v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second, v.bottleneck_text,
         max_accelerators);
   }
   if (json_out.is_open()) json_out << doc.dump(2) << "\n";
@@ -363,25 +391,46 @@ int Validate(const std::string& path) {
 
 int Gen(const std::string& dir, uint64_t samples, const std::string& size_text,
         const std::string& format, uint32_t classes, uint64_t seed, bool quiet) {
-  if (format != "raw") {
-    throw SetupError("--format " + format +
-                     ": only raw is in this build (the dataset-benchmark issue adds jpeg)");
-  }
-  std::string mean_text = size_text, stdev_text = "0";
-  if (const auto colon = size_text.find(':'); colon != std::string::npos) {
-    mean_text = size_text.substr(0, colon);
-    stdev_text = size_text.substr(colon + 1);
-  }
-  const auto mean = ParseSize(mean_text);
-  const auto stdev = ParseSize(stdev_text);
-  if (!mean || *mean < 1 || !stdev || *stdev < 0) {
-    throw SetupError("--size " + size_text +
-                     ": expected SIZE or SIZE:STDEV, e.g. 112KiB or 112KiB:20KiB");
+  if (format != "raw" && format != "jpeg") {
+    throw SetupError("--format " + format + ": expected raw or jpeg");
   }
   if (samples == 0) throw SetupError("--samples: must be at least 1");
+  GenerateOptions o;
+  o.dir = dir;
+  o.samples = samples;
+  o.classes = classes;
+  o.seed = seed;
+  o.format = format;
+  if (format == "jpeg") {
+    // --size is the image's pixels, WxH (default 256x256).
+    const std::string text = size_text.empty() ? "256x256" : size_text;
+    int w = 0, h = 0;
+    char extra = 0;
+    if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &extra) != 2 || w < 8 || h < 8 ||
+        w > 8192 || h > 8192) {
+      throw SetupError("--size " + text +
+                       ": with --format jpeg, expected the image size WxH in pixels (8 to "
+                       "8192), e.g. 256x256");
+    }
+    o.width = w;
+    o.height = h;
+  } else {
+    const std::string text = size_text.empty() ? "112KiB" : size_text;
+    std::string mean_text = text, stdev_text = "0";
+    if (const auto colon = text.find(':'); colon != std::string::npos) {
+      mean_text = text.substr(0, colon);
+      stdev_text = text.substr(colon + 1);
+    }
+    const auto mean = ParseSize(mean_text);
+    const auto stdev = ParseSize(stdev_text);
+    if (!mean || *mean < 1 || !stdev || *stdev < 0) {
+      throw SetupError("--size " + text +
+                       ": expected SIZE or SIZE:STDEV, e.g. 112KiB or 112KiB:20KiB");
+    }
+    o.size_mean = static_cast<uint64_t>(*mean);
+    o.size_stdev = static_cast<uint64_t>(*stdev);
+  }
   const bool tty = !quiet && isatty(STDERR_FILENO);
-  GenerateOptions o{dir,     samples, static_cast<uint64_t>(*mean), static_cast<uint64_t>(*stdev),
-                    classes, seed};
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateResult r = GenerateDataset(o, [&](uint64_t done) {
     if (tty)
@@ -489,6 +538,7 @@ int Main(int argc, char** argv) {
       "  stallscope run scenarios/cold_vs_cached.yaml\n"
       "  stallscope run scenarios/prefetch_sweep.yaml --variant prefetch-0 --set run.epochs=1\n"
       "  stallscope gen /tmp/ds --samples 5000 --size 112KiB:20KiB\n"
+      "  stallscope gen /tmp/img --samples 20000 --format jpeg --size 256x256\n"
       "  stallscope validate my.yaml\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
       "  stallscope report r.json -o report.html\n"
@@ -529,16 +579,20 @@ int Main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
   validate->add_option("SCENARIO", validate_path, "Scenario file")->required();
 
-  std::string gen_dir, gen_size = "112KiB", gen_format = "raw";
+  std::string gen_dir, gen_size, gen_format = "raw";
   uint64_t gen_samples = 0, gen_seed = 42;
   uint32_t gen_classes = 10;
   auto* gen = app.add_subcommand(
-      "gen", "Write a verifiable dataset directory (class_NNN/sample_NNNNNNN.bin + manifest)");
+      "gen",
+      "Write a dataset directory: class_NNN/sample_NNNNNNN.bin (verifiable) or .jpg, + manifest");
   gen->add_option("DIR", gen_dir, "Directory to create")->required();
   gen->add_option("--samples", gen_samples, "Number of files")->required();
-  gen->add_option("--size", gen_size, "File size, SIZE or SIZE:STDEV (e.g. 112KiB:20KiB)")
+  gen->add_option("--size", gen_size,
+                  "raw: file size, SIZE or SIZE:STDEV (default 112KiB; e.g. 112KiB:20KiB); "
+                  "jpeg: image size WxH in pixels (default 256x256)");
+  gen->add_option("--format", gen_format,
+                  "raw (verifiable bytes) or jpeg (class-coloured images, class_NNN/*.jpg)")
       ->capture_default_str();
-  gen->add_option("--format", gen_format, "raw (jpeg: later)")->capture_default_str();
   gen->add_option("--classes", gen_classes, "Class folders")->capture_default_str();
   gen->add_option("--seed", gen_seed, "Content seed")->capture_default_str();
   gen->add_flag("--quiet", quiet, "Print nothing on success");
@@ -561,6 +615,10 @@ int Main(int argc, char** argv) {
                         "Also run the training loop with this batch size (emulated accelerator)");
   bench_dir->add_option("--step-time", training.step_time, "Step time of the training loop");
   bench_dir->add_option("--workers", training.workers, "Preprocessing workers")
+      ->capture_default_str();
+  bench_dir->add_option("--preprocess", training.preprocess,
+                        "Training loop's preprocessing: auto (jpeg-decode for JPEG files, else "
+                        "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
       ->capture_default_str();
   bench_dir->add_option("--workload", training.workload,
                         "MLPerf Storage H100 workload: resnet50 (batch 400, 0.224 s), unet3d "
