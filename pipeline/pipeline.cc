@@ -437,7 +437,7 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
       std::lock_guard lock(mu_);
       skipped_.push_back(request.sample);
     } else {
-      Fail(fmt::format("reading sample {} failed after {} attempt(s): {}", request.sample,
+      Fail(fmt::format("reading {} failed after {} attempt(s): {}", storage_.SampleName(request.sample),
                        slot.attempts[i] + 1, why));
     }
   }

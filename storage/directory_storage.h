@@ -60,6 +60,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   void BeginEpoch(int epoch) override;
   bool needs_epoch_barrier() const override { return options_.cold; }
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
+  std::string SampleName(uint64_t sample) const override { return files_[sample].full; }
   std::string Describe() const override;
   std::string Fingerprint() const override;
 

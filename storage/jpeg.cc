@@ -45,8 +45,9 @@ bool JpegDecoder::Decode(const std::byte* data, size_t n, int min_side, RgbImage
   auto* h = static_cast<tjhandle>(handle_);
   const auto* buf = reinterpret_cast<const unsigned char*>(data);
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(h, buf, n, &width, &height, &subsamp, &colorspace) != 0) {
-    if (error) *error = tjGetErrorStr2(h);
+  if (tjDecompressHeader3(h, buf, n, &width, &height, &subsamp, &colorspace) != 0 ||
+      width <= 0 || height <= 0) {
+    if (error) *error = width <= 0 ? std::string("no image in the JPEG data") : tjGetErrorStr2(h);
     return false;
   }
   // The smallest scaling whose shorter side still covers min_side (1/1 if none is smaller).
@@ -66,12 +67,11 @@ bool JpegDecoder::Decode(const std::byte* data, size_t n, int min_side, RgbImage
   out->width = best_w;
   out->height = best_h;
   out->pixels.resize(static_cast<size_t>(best_w) * best_h * 3);
+  // Warnings count too: a truncated file decodes to a partly grey image, which PIL refuses
+  // by default ("image file is truncated").
   if (tjDecompress2(h, buf, n, out->pixels.data(), best_w, 0, best_h, TJPF_RGB, 0) != 0) {
-    // Warnings (e.g. extraneous bytes) still produce an image; errors do not.
-    if (tjGetErrorCode(h) == TJERR_FATAL) {
-      if (error) *error = tjGetErrorStr2(h);
-      return false;
-    }
+    if (error) *error = tjGetErrorStr2(h);
+    return false;
   }
   return true;
 }

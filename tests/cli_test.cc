@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "tests/test_util.h"
 
@@ -340,6 +341,83 @@ TEST_F(Cli, BenchDirReadsEveryFileOnceAndReportsRatesAndLatency) {
   for (const auto& c : j["size_histogram_log2"]) histogram += c.get<uint64_t>();
   EXPECT_EQ(histogram, 300u);
   ExpectBadInput(Stallscope("bench-dir " + (dir_.path() / "nope").string()), "no such directory");
+}
+
+// gen --format jpeg writes decodable class-folder images; a run decodes them with
+// preprocess: jpeg-decode, and a file that is not a JPEG is counted, not a crash.
+TEST_F(Cli, GenJpegThenDecodeEveryImage) {
+  const std::string data = (dir_.path() / "img").string();
+  const Result g =
+      Stallscope("gen " + data + " --samples 60 --format jpeg --size 96x64 --classes 3 --quiet");
+  ASSERT_EQ(g.code, 0) << g.err;
+  ASSERT_TRUE(std::filesystem::exists(data + "/class_002/sample_0000002.jpg"));
+  std::ifstream jpg(data + "/class_000/sample_0000000.jpg", std::ios::binary);
+  EXPECT_EQ(jpg.get(), 0xff);
+  EXPECT_EQ(jpg.get(), 0xd8);
+  const std::string s = Write("jpeg.yaml", "dataset: {path: " + data + R"(}
+storage: {kind: directory}
+loader: {batch_size: 8, workers: 2, preprocess: {kind: jpeg-decode, size: 48}}
+gpu: {step_time: 1ms}
+run: {epochs: 2}
+)");
+  const std::string json = (dir_.path() / "j.json").string();
+  Result r = Stallscope("run " + s + " --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  {
+    std::ifstream in(json);
+    const nlohmann::json v = nlohmann::json::parse(in)["variants"][0];
+    EXPECT_EQ(v["samples_delivered"], 120);
+    EXPECT_EQ(v["integrity_errors"], 0);
+  }
+  std::ofstream(data + "/class_001/sample_0000001.jpg", std::ios::trunc) << "not a jpeg";
+  r = Stallscope("run " + s + " --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(json);
+  EXPECT_EQ(nlohmann::json::parse(in)["variants"][0]["integrity_errors"], 2);  // two epochs
+  ExpectBadInput(Stallscope("gen " + data + "2 --samples 3 --format jpeg --size 4x4"),
+                 "--size 4x4");
+}
+
+// A file that vanishes during the run: skipped and counted with on_error: skip (delivered +
+// skipped = planned), a run failure naming the file with on_error: fail. Nested folders and
+// an empty file are read like any other; bytes read equal the sum of the file sizes.
+TEST_F(Cli, FileVanishingMidRunIsSkippedOrFailsAsOnErrorSays) {
+  for (const std::string mode : {"skip", "fail"}) {
+    const std::string data = (dir_.path() / ("v-" + mode)).string();
+    ASSERT_EQ(Stallscope("gen " + data + " --samples 200 --size 2KiB --quiet").code, 0);
+    std::filesystem::create_directories(data + "/class_000/deep/deeper");
+    std::ofstream(data + "/class_000/deep/deeper/empty.bin").close();
+    const std::string victim = data + "/class_005/sample_0000105.bin";
+    const std::string s = Write("v.yaml", "dataset: {path: " + data + R"(}
+storage: {kind: directory}
+loader: {batch_size: 10, workers: 1, prefetch: 1, retries: 1, on_error: )" + mode + R"(}
+gpu: {step_time: 50ms}
+run: {epochs: 3, verify: false}
+)");
+    const std::string json = (dir_.path() / "v.json").string();
+    // Each epoch takes about 1 s; the file goes after the listing, before the last epoch.
+    std::thread remover([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+      std::filesystem::remove(victim);
+    });
+    const Result r = Stallscope("run " + s + " --quiet --json " + json);
+    remover.join();
+    if (mode == "fail") {
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_NE(r.err.find("sample_0000105.bin"), std::string::npos) << r.err;
+      continue;
+    }
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream in(json);
+    const nlohmann::json v = nlohmann::json::parse(in)["variants"][0];
+    const uint64_t skipped = v["samples_skipped"];
+    EXPECT_GE(skipped, 1u);  // the last epoch at least
+    EXPECT_LE(skipped, 2u);  // not the first
+    EXPECT_EQ(v["samples_delivered"].get<uint64_t>() + skipped, 3u * 201);
+    for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
+    // Every other file was read whole each epoch: 2 KiB × 200 files, the empty one adds 0.
+    EXPECT_EQ(v["bytes_read"]["storage"].get<uint64_t>(), (3 * 200 - skipped) * 2048);
+  }
 }
 
 TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {

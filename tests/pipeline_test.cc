@@ -7,6 +7,8 @@
 #include <map>
 
 #include "storage/generate.h"
+#include "pipeline/preprocess.h"
+#include "storage/jpeg.h"
 #include "tests/test_util.h"
 
 namespace stallscope {
@@ -231,6 +233,47 @@ loader: {batch_size: 10}
 run: {epochs: 1, warmup_steps: 10}
 )"),
                SetupError);
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// jpeg-decode is torchvision's Resize(256) + CenterCrop(224) + ToTensor + Normalize: a flat
+// colour comes back as (v / 255 − mean) / std in every pixel of every channel plane, at the
+// native scale (256×256), through DCT scaling and resampling (1024×768) alike.
+TEST(JpegDecode, FlatColourComesBackNormalizedInEveryPixel) {
+  JpegEncoder encoder;
+  JpegDecoder decoder;
+  RgbImage scratch;
+  const uint8_t rgb[3] = {200, 100, 50};
+  const float expect[3] = {(200 / 255.f - 0.485f) / 0.229f, (100 / 255.f - 0.456f) / 0.224f,
+                           (50 / 255.f - 0.406f) / 0.225f};
+  for (const auto& [w, h] : {std::pair{256, 256}, std::pair{1024, 768}}) {
+    std::vector<uint8_t> image(static_cast<size_t>(w) * h * 3);
+    for (size_t i = 0; i < image.size(); ++i) image[i] = rgb[i % 3];
+    const std::vector<std::byte> jpeg = encoder.Encode(image.data(), w, h, 95);
+    ASSERT_TRUE(LooksLikeJpeg(jpeg.data(), jpeg.size()));
+    std::vector<float> out(JpegSampleFloats(224), -99.f);
+    std::string why;
+    ASSERT_TRUE(DecodeJpegSample(decoder, scratch, jpeg.data(), jpeg.size(), 224, out.data(), &why))
+        << why;
+    for (int c = 0; c < 3; ++c) {
+      for (int p = 0; p < 224 * 224; p += 997) {
+        EXPECT_NEAR(out[c * 224 * 224 + p], expect[c], 0.05) << w << "x" << h << " c" << c;
+      }
+    }
+    EXPECT_LE(std::max(scratch.width, scratch.height), std::max(w, h) / (w > 256 ? 2 : 1))
+        << "decoded at a reduced DCT scale";
+  }
+  const std::byte garbage[16] = {std::byte{0xff}, std::byte{0xd8}, std::byte{0xff}};
+  std::vector<float> out(JpegSampleFloats(32), 7.f);
+  std::string why;
+  EXPECT_FALSE(DecodeJpegSample(decoder, scratch, garbage, sizeof(garbage), 32, out.data(), &why));
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(*std::max_element(out.begin(), out.end()), 0.f);
 }
 
 }  // namespace
