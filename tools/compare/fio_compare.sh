@@ -4,7 +4,8 @@
 # (io_uring, every file below DIR via opendir, one sequential pass, page cache invalidated
 # first) and `stallscope bench-dir DIR --cold` (io_uring, the same depth; files evicted from
 # the page cache first), alternated REPEAT times (default 3); prints the medians and the
-# ratio. Defaults: block size 1M, depth 64. Needs fio (Debian: fio).
+# ratio. Defaults: block size 1M, depth 64; FIO_EXTRA adds fio options (e.g.
+# "--fixedbufs=1 --registerfiles=1"). Needs fio (Debian: fio).
 set -euo pipefail
 DIR=${1:?usage: fio_compare.sh DIR [BLOCK_SIZE] [IO_DEPTH] [REPEAT]}
 BS=${2:-1M}
@@ -18,8 +19,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fio_rates=() our_rates=()
 for i in $(seq "$REPEAT"); do
-  fio --name=read --opendir="$DIR" --rw=read --bs="$BS" --ioengine=io_uring --iodepth="$DEPTH" \
-      --invalidate=1 --numjobs=1 --group_reporting --output-format=json >"$tmp/fio.json"
+  # shellcheck disable=SC2086
+  fio ${FIO_EXTRA:-} --name=read --opendir="$DIR" --rw=read --bs="$BS" --ioengine=io_uring --iodepth="$DEPTH" \
+      --invalidate=1 --numjobs=1 --group_reporting --output-format=json --output="$tmp/fio.json" >/dev/null
   fio_rates+=("$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['jobs'][0]['read']['bw_bytes'])" "$tmp/fio.json")")
   "$S" bench-dir "$DIR" --cold --io-depth "$DEPTH" --quiet --json "$tmp/s.json" >/dev/null
   our_rates+=("$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['bytes_per_second'])" "$tmp/s.json")")
