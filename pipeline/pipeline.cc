@@ -154,6 +154,8 @@ void Pipeline::Fail(const std::string& message) {
     stop_ = true;
   }
   failed_ = true;
+  stopping_ = true;
+  retry_cv_.notify_all();
   fetch_cv_.notify_all();
   worker_cv_.notify_all();
   copy_cv_.notify_all();
@@ -189,6 +191,7 @@ RunRecord Pipeline::Run() {
     }
   }
   std::thread copier([this] { CopyLoop(); });
+  std::thread retrier([this] { RetryLoop(); });
 
   // The device thread: this one.
   double previous_end = 0;
@@ -243,8 +246,17 @@ RunRecord Pipeline::Run() {
   fetcher.join();
   for (auto& w : workers) w.join();
   copier.join();
-  // Reads still in flight after a failure write into our slots: wait for them.
+  // Reads still in flight after a failure write into our slots: wait for them (retries
+  // waiting out their backoff are sent at once now).
+  stopping_ = true;
+  retry_cv_.notify_all();
   while (reads_outstanding_.load() > 0) std::this_thread::yield();
+  {
+    std::lock_guard lock(retry_mu_);
+    retry_stop_ = true;
+  }
+  retry_cv_.notify_all();
+  retrier.join();
 
   if (!failed_) {
     // The device may know each step's busy time better than the host (CUPTI).
@@ -429,7 +441,7 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
     if (options_.on_error != "fail" && slot.attempts[i] < options_.retries &&
         !failed_.load(std::memory_order_relaxed)) {
       slot.attempts[i]++;
-      storage_.Submit({&request, 1}, this);  // the same request again; still outstanding
+      ScheduleRetry(request, slot.attempts[i]);  // still outstanding until it completes
       return;
     }
     if (options_.on_error == "skip") {
@@ -545,6 +557,41 @@ void Pipeline::WorkerLoop(int worker) {
   }
   worker_busy_[worker] = busy;
   if (sink == 0x5eed) std::fprintf(stderr, " ");  // practically never; defeats dead-code removal
+}
+
+void Pipeline::ScheduleRetry(const ReadRequest& request, uint32_t attempt) {
+  // Exponential backoff: retry_backoff, twice that, … at most 1 s.
+  const double delay =
+      std::min(1.0, options_.retry_backoff * std::ldexp(1.0, static_cast<int>(attempt) - 1));
+  {
+    std::lock_guard lock(retry_mu_);
+    retries_.push_back({MonotonicSeconds() + delay, request});
+    std::push_heap(retries_.begin(), retries_.end(), RetryLater{});
+  }
+  retry_cv_.notify_all();
+}
+
+void Pipeline::RetryLoop() {
+  std::unique_lock lock(retry_mu_);
+  while (true) {
+    if (retries_.empty()) {
+      if (retry_stop_) return;
+      retry_cv_.wait(lock);
+      continue;
+    }
+    const double now = MonotonicSeconds();
+    const bool hurry = stopping_.load(std::memory_order_relaxed);  // stopping: no waiting
+    if (retries_.front().due > now && !hurry) {
+      retry_cv_.wait_for(lock, std::chrono::duration<double>(retries_.front().due - now));
+      continue;
+    }
+    std::pop_heap(retries_.begin(), retries_.end(), RetryLater{});
+    const ReadRequest request = retries_.back().request;
+    retries_.pop_back();
+    lock.unlock();
+    storage_.Submit({&request, 1}, this);
+    lock.lock();
+  }
 }
 
 DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {

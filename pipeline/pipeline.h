@@ -74,6 +74,7 @@ struct PipelineOptions {
   bool verify = true;
   std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
+  double retry_backoff = 0.010;  // seconds before the first retry, doubling, at most 1 s
   bool trace = false;                // record every read and preprocessing chunk (for --trace)
   uint32_t warmup_steps = 1;         // steps outside the measured window
   StepObserver* observer = nullptr;  // borrowed; called after every step
@@ -175,6 +176,8 @@ class Pipeline final : private ReadCallback {
   void Fail(const std::string& message);
   DeviceBatch MakeDeviceBatch(const Slot& slot) const;
   std::byte* CopySource(const Slot& slot) const;
+  void ScheduleRetry(const ReadRequest& request, uint32_t attempt);
+  void RetryLoop();
 
   // Constant after construction.
   const PipelineOptions options_;
@@ -210,6 +213,19 @@ class Pipeline final : private ReadCallback {
 
   std::vector<BatchRecord> records_;  // each field written by the stage that owns it
   std::atomic<bool> failed_{false};
+  std::atomic<bool> stopping_{false};  // set with stop_: retries stop waiting out backoffs
+  // Retries waiting out their backoff, a min-heap on `due` (RetryLoop's thread sends them).
+  struct Retry {
+    double due;
+    ReadRequest request;
+  };
+  struct RetryLater {
+    bool operator()(const Retry& a, const Retry& b) const { return a.due > b.due; }
+  };
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;
+  std::vector<Retry> retries_;  // guarded by retry_mu_
+  bool retry_stop_ = false;     // guarded by retry_mu_
   std::atomic<uint64_t> reads_outstanding_{0};
   std::atomic<uint64_t> verified_{0}, integrity_errors_{0}, read_errors_{0};
   std::vector<double> worker_busy_;   // per worker, written by that worker

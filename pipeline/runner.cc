@@ -11,11 +11,18 @@ namespace stallscope {
 
 void CheckRunnable(const Scenario& s) {
   const auto& f = s.storage.faults;
-  if (f.error_rate > 0 || f.timeout_rate > 0 || f.stall_every > 0 || f.stall_for > 0) {
+  const bool faults = f.error_rate > 0 || f.timeout_rate > 0 || f.truncate_rate > 0 ||
+                      f.spike_rate > 0 || (f.stall_every > 0 && f.stall_for > 0);
+  if (faults && s.storage.kind != "simulated") {
     throw SetupError(fmt::format(
-        "{}: storage.faults: fault injection is not in this build yet (the reliability issue "
-        "adds it); set the rates to 0",
-        s.file));
+        "{}: storage.faults: faults are injected by the simulated storage only (storage.kind "
+        "is {}); a real directory meets real ones",
+        s.file, s.storage.kind));
+  }
+  if (f.error_rate + f.timeout_rate + f.truncate_rate > 1) {
+    throw SetupError(fmt::format(
+        "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1",
+        s.file, f.error_rate + f.timeout_rate + f.truncate_rate));
   }
   if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
     throw SetupError(fmt::format(
@@ -43,6 +50,9 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
     o.latency_p99_seconds = s.storage.latency_p99;
     o.iops = s.storage.iops;
     o.max_inflight = s.storage.max_inflight;
+    const auto& f = s.storage.faults;
+    o.faults = {f.error_rate, f.timeout_rate, f.timeout, f.truncate_rate,
+                f.spike_rate, f.spike,      f.stall_every, f.stall_for};
     return std::make_unique<SimulatedStorage>(d, o);
   }
   DirectoryStorageOptions o;
@@ -70,6 +80,7 @@ PipelineOptions ToPipelineOptions(const Scenario& s) {
   p.verify = s.run.verify;
   p.on_error = s.loader.on_error;
   p.retries = s.loader.on_error == "retry" ? s.loader.retries : 0;
+  p.retry_backoff = s.loader.retry_backoff;
   return p;
 }
 

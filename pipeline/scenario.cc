@@ -276,6 +276,9 @@ void ReadStorage(Section s, Scenario::Storage& st) {
     x.timeout = f.Duration("timeout", x.timeout);
     x.stall_every = f.Duration("stall_every", x.stall_every);
     x.stall_for = f.Duration("stall_for", x.stall_for);
+    x.truncate_rate = f.Number("truncate_rate", x.truncate_rate, 0, 1);
+    x.spike_rate = f.Number("spike_rate", x.spike_rate, 0, 1);
+    x.spike = f.Duration("spike", x.spike);
     f.Finish();
   }
   s.Finish();
@@ -334,6 +337,7 @@ void ReadLoader(Section s, Scenario::Loader& l) {
   }
   l.on_error = s.Enum("on_error", l.on_error, {"retry", "skip", "fail"});
   l.retries = s.Integer<uint32_t>("retries", l.retries, 0);
+  l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
   s.Finish();
 }
 

@@ -53,8 +53,9 @@ struct Scenario {
     double iops = 0;         // 0 = unlimited
     bool direct_io = false;  // directory: O_DIRECT
     bool cold = false;       // directory: evict page cache before each epoch
-    struct Faults {          // accepted now; injected by the reliability issue
+    struct Faults {  // injected by the simulated storage (SimulatedStorageOptions::Faults)
       double error_rate = 0, timeout_rate = 0, timeout = 1.0, stall_every = 0, stall_for = 0;
+      double truncate_rate = 0, spike_rate = 0, spike = 0;
     } faults;
   } storage;
 
@@ -69,6 +70,7 @@ struct Scenario {
     std::string preprocess = "normalize";  // none | normalize | jpeg-decode
     double preprocess_cost = 0;            // seconds of extra real CPU work per sample
     uint32_t image_size = 224;             // jpeg-decode: output side in pixels (size)
+    double retry_backoff = 0.010;          // before the first retry; doubles, at most 1 s
     std::string on_error = "retry";        // retry | skip | fail
     uint32_t retries = 3;
   } loader;

@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -110,6 +111,7 @@ class SimulatedStorage::Engine {
       bw_tokens_ = bw_depth_;
     }
     iops_tokens_ = 1.0;
+    start_ = Clock::now();
     heap_storage_.reserve(std::max<uint32_t>(o.max_inflight, 1) * 2);
     thread_ = std::thread([this] { context_.run(); });
   }
@@ -136,7 +138,20 @@ class SimulatedStorage::Engine {
     ReadCallback* callback;
     Clock::time_point due;
     bool latency_done = false;
+    int fault = 0;  // kNone, kError, kTimeout, kTruncate
   };
+  enum { kNone = 0, kError, kTimeout, kTruncate };
+
+  // The end of the whole-storage stall that `t` falls in, or `t` when none does.
+  Clock::time_point AfterStall(Clock::time_point t) const {
+    const auto& f = options_.faults;
+    if (f.stall_every <= 0 || f.stall_for <= 0) return t;
+    const double since = std::chrono::duration<double>(t - start_).count();
+    const double k = std::floor(since / f.stall_every);
+    if (k < 1) return t;
+    const double stall_end = k * f.stall_every + f.stall_for;
+    return since < stall_end ? start_ + ToDuration(stall_end) : t;
+  }
   struct Later {
     bool operator()(const Pending& a, const Pending& b) const { return a.due > b.due; }
   };
@@ -161,6 +176,19 @@ class SimulatedStorage::Engine {
       Clock::time_point t = now;
       if (options_.iops > 0) t = Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
       if (has_latency_) t += ToDuration(latency_(rng_));
+      const auto& f = options_.faults;
+      if (f.any()) {
+        const double u = uniform_(rng_);
+        if (u < f.error_rate) {
+          p.fault = kError;
+        } else if (u < f.error_rate + f.timeout_rate) {
+          p.fault = kTimeout;
+          t = now + ToDuration(f.timeout);
+        } else if (u < f.error_rate + f.timeout_rate + f.truncate_rate) {
+          p.fault = kTruncate;
+        }
+        if (f.spike_rate > 0 && uniform_(rng_) < f.spike_rate) t += ToDuration(f.spike);
+      }
       p.due = t;
       Push(p);
     }
@@ -194,7 +222,18 @@ class SimulatedStorage::Engine {
       std::pop_heap(heap_storage_.begin(), heap_storage_.end(), Later{});
       Pending p = heap_storage_.back();
       heap_storage_.pop_back();
+      if (const Clock::time_point resume = AfterStall(p.due); resume > p.due) {
+        p.due = resume;  // the whole storage is stalled: nothing completes until it ends
+        Push(p);
+        continue;
+      }
       const uint64_t bytes = owner_->SampleBytes(p.request.sample);
+      if (p.fault == kError || p.fault == kTimeout) {
+        p.callback->OnReadComplete(p.request, p.fault == kError ? -EIO : -ETIMEDOUT);
+        --inflight_;
+        Admit(now);
+        continue;
+      }
       if (!p.latency_done && options_.bandwidth_bytes_per_second > 0) {
         // First byte has arrived; the rest flows at the bandwidth left in the bucket.
         p.latency_done = true;
@@ -205,9 +244,10 @@ class SimulatedStorage::Engine {
           continue;
         }
       }
-      FillContent(owner_->Key(p.request.sample), {p.request.dst, bytes},
+      const uint64_t delivered = p.fault == kTruncate ? bytes / 2 : bytes;
+      FillContent(owner_->Key(p.request.sample), {p.request.dst, delivered},
                   owner_->Label(p.request.sample));
-      p.callback->OnReadComplete(p.request, static_cast<int64_t>(bytes));
+      p.callback->OnReadComplete(p.request, static_cast<int64_t>(delivered));
       --inflight_;
       Admit(now);
     }
@@ -246,6 +286,8 @@ class SimulatedStorage::Engine {
   Clock::time_point armed_at_;
   std::mt19937_64 rng_;
   std::lognormal_distribution<double> latency_;
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  Clock::time_point start_;
   bool has_latency_ = false;
   double bw_tokens_ = 0, bw_depth_ = 0;
   Clock::time_point bw_last_{};

@@ -37,6 +37,19 @@ struct SimulatedStorageOptions {
   double latency_p99_seconds = 0;
   double iops = 0;  // 0 = unlimited
   uint32_t max_inflight = 64;
+  // Injected faults (storage.faults). Per read, independently: an error (-EIO after the
+  // read's latency), a timeout (held `timeout` seconds, then -ETIMEDOUT), a truncated read
+  // (half the bytes), a latency spike (`spike` seconds more). Whole-storage stalls: from
+  // `stall_every` after the start, every `stall_every`, nothing completes for `stall_for`.
+  struct Faults {
+    double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
+    double spike_rate = 0, spike = 0;
+    double stall_every = 0, stall_for = 0;
+    bool any() const {
+      return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
+             (stall_every > 0 && stall_for > 0);
+    }
+  } faults;
 };
 
 // Shared behaviour of the two synthetic storages: sizes, labels, verification.

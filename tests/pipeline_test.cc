@@ -278,3 +278,71 @@ TEST(JpegDecode, FlatColourComesBackNormalizedInEveryPixel) {
 
 }  // namespace
 }  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+using testing::RunYaml;
+
+// storage.faults on the simulated storage, and what the loader does about them.
+const char* kFaulty = R"(
+dataset: {samples: 2000, sample_size: 4KiB}
+storage: {kind: simulated, latency: {p50: 100us, p99: 300us}, max_inflight: 64,
+          faults: {error_rate: 0.01, truncate_rate: 0.005}}
+loader: {batch_size: 50, prefetch: 4, workers: 2, retries: 5, retry_backoff: 1ms}
+gpu: {step_time: 1ms}
+run: {epochs: 2, verify: true}
+)";
+
+TEST(Faults, ErrorsAndShortReadsAreRetriedAndEverySampleArrivesIntact) {
+  const VariantResult v = RunYaml(kFaulty);
+  EXPECT_EQ(v.samples_delivered, 4000u);
+  EXPECT_EQ(v.samples_verified, 4000u);
+  EXPECT_EQ(v.integrity_errors, 0u);
+  EXPECT_EQ(v.samples_skipped, 0u);
+  EXPECT_GE(v.read_errors, 20u);  // about 1.5% of 4000 reads failed at least once
+  EXPECT_LE(v.read_errors, 120u);
+}
+
+TEST(Faults, SkipCountsEveryGiveUpAndDeliversTheRestOnce) {
+  std::string yaml = kFaulty;
+  yaml.replace(yaml.find("retries: 5"), 10, "on_error: skip");
+  const VariantResult v = RunYaml(yaml);
+  EXPECT_GT(v.samples_skipped, 10u);
+  EXPECT_EQ(v.samples_delivered + v.samples_skipped, 4000u);
+  EXPECT_EQ(v.samples_verified, v.samples_delivered);
+  EXPECT_EQ(v.skipped_samples.size(), v.samples_skipped);
+  EXPECT_EQ(v.integrity_errors, 0u);
+}
+
+TEST(Faults, TimeoutsEndAndAreRetried) {
+  const VariantResult v = RunYaml(R"(
+dataset: {samples: 1000, sample_size: 4KiB}
+storage: {kind: simulated, latency: {p50: 100us, p99: 300us},
+          faults: {timeout_rate: 0.01, timeout: 200ms}}
+loader: {batch_size: 50, prefetch: 4, workers: 2, retries: 5, retry_backoff: 1ms}
+gpu: {step_time: 1ms}
+run: {epochs: 1}
+)");
+  EXPECT_EQ(v.samples_delivered, 1000u);
+  EXPECT_GE(v.read_errors, 2u);
+  EXPECT_LT(v.wall_seconds, 20.0);
+}
+
+// A whole-storage stall of 1 s (at 1.5 s) shows up as fetch stall of that length, less the
+// two batches the prefetch had ready (2 × 10 ms).
+TEST(Faults, StorageStallIsChargedToFetchWithItsLength) {
+  const VariantResult v = RunYaml(R"(
+dataset: {samples: 1800, sample_size: 4KiB}
+storage: {kind: simulated, latency: {p50: 100us, p99: 200us},
+          faults: {stall_every: 1500ms, stall_for: 1s}}
+loader: {batch_size: 10, prefetch: 1, workers: 1, preprocess: none}
+gpu: {step_time: 10ms}
+run: {epochs: 1, verify: false}
+)");
+  EXPECT_NEAR(v.stall.fetch, 0.98, 0.05) << "window " << v.window_seconds;
+  EXPECT_EQ(v.bottleneck_stage, "fetch") << v.bottleneck_text;
+}
+
+}  // namespace
+}  // namespace stallscope
