@@ -162,6 +162,20 @@ void Pipeline::Fail(const std::string& message) {
   device_cv_.notify_all();
 }
 
+void Pipeline::RequestStop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  interrupted_ = true;
+  stopping_ = true;
+  retry_cv_.notify_all();
+  fetch_cv_.notify_all();
+  worker_cv_.notify_all();
+  copy_cv_.notify_all();
+  device_cv_.notify_all();
+}
+
 RunRecord Pipeline::Run() {
   records_.assign(total_batches_, BatchRecord{});
   slot_of_batch_.assign(total_batches_, -1);
@@ -230,6 +244,7 @@ RunRecord Pipeline::Run() {
       live_.busy_seconds = live_.busy_seconds.load(std::memory_order_relaxed) + t.busy;
       live_.samples.fetch_add(r.samples - r.skipped, std::memory_order_relaxed);
       live_.steps.fetch_add(1, std::memory_order_relaxed);
+      steps_done_ = b + 1;
       live_.epoch = r.epoch;
     }
   } catch (const std::exception& e) {
@@ -258,15 +273,20 @@ RunRecord Pipeline::Run() {
   retry_cv_.notify_all();
   retrier.join();
 
+  if (interrupted_ && !failed_) {
+    // Keep the steps that completed; the rest never ran.
+    rec.partial = true;
+    records_.resize(std::min<uint64_t>(steps_done_, records_.size()));
+  }
   if (!failed_) {
     // The device may know each step's busy time better than the host (CUPTI).
-    std::vector<StepTiming> steps(total_batches_);
-    for (uint64_t b = 0; b < total_batches_; ++b) {
+    std::vector<StepTiming> steps(records_.size());
+    for (uint64_t b = 0; b < records_.size(); ++b) {
       steps[b] = {records_[b].step_start, records_[b].step_end, records_[b].step_busy};
     }
     try {
       rec.device_report = device_.Finish(steps);
-      for (uint64_t b = 0; b < total_batches_; ++b) records_[b].step_busy = steps[b].busy;
+      for (uint64_t b = 0; b < records_.size(); ++b) records_[b].step_busy = steps[b].busy;
     } catch (const std::exception& e) {
       Fail(std::string("device: ") + e.what());
     }

@@ -132,6 +132,7 @@ struct RunRecord {
   // Each tier's eviction count when each epoch's first batch started, and at the end.
   std::vector<std::vector<uint64_t>> tier_evictions;
   DeviceReport device_report;
+  bool partial = false;  // stopped early by RequestStop(): `batches` holds the completed steps
   bool failed = false;
   std::string error;
 };
@@ -154,6 +155,10 @@ class Pipeline final : private ReadCallback {
   ~Pipeline();
 
   RunRecord Run();
+  // Stops a Run() in progress soon (Ctrl-C): the step in flight finishes, nothing new
+  // starts, reads in flight complete, and Run() returns the completed steps marked partial.
+  // Safe from any thread.
+  void RequestStop();
   const LiveCounters& live() const { return live_; }
   uint64_t total_steps() const { return total_batches_; }
   // Bytes of staging memory allocated up front (for the start-up banner).
@@ -213,7 +218,9 @@ class Pipeline final : private ReadCallback {
 
   std::vector<BatchRecord> records_;  // each field written by the stage that owns it
   std::atomic<bool> failed_{false};
-  std::atomic<bool> stopping_{false};  // set with stop_: retries stop waiting out backoffs
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> interrupted_{false};
+  uint64_t steps_done_ = 0;  // device thread  // set with stop_: retries stop waiting out backoffs
   // Retries waiting out their backoff, a min-heap on `due` (RetryLoop's thread sends them).
   struct Retry {
     double due;

@@ -113,6 +113,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"epochs", epochs},
   };
   if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
+  if (v.partial) out["partial"] = true;
   return out;
 }
 
@@ -123,6 +124,9 @@ nlohmann::json ResultDocument(const std::string& scenario, const std::string& mo
                         {"device", variants.empty() ? "" : variants.front().device},
                         {"variants", nlohmann::json::array()}};
   for (const VariantResult& v : variants) doc["variants"].push_back(VariantToJson(v));
+  if (std::any_of(variants.begin(), variants.end(), [](const VariantResult& v) { return v.partial; })) {
+    doc["partial"] = true;  // interrupted: what was measured before the stop
+  }
   return doc;
 }
 
@@ -228,7 +232,10 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
     out += "\n";
   }
   out += "\n";
-  for (const VariantResult& v : vs) out += fmt::format("{}: {}\n", v.name, v.bottleneck_text);
+  for (const VariantResult& v : vs) {
+    out += fmt::format("{}: {}{}\n", v.name, v.partial ? "(interrupted, partial) " : "",
+                       v.bottleneck_text);
+  }
   return out;
 }
 

@@ -132,6 +132,16 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
     hooks.on_record(record, tier_names);
   }
   if (record.failed) throw RunError(s.variant + ": " + record.error);
+  if (record.partial && record.batches.size() <= s.run.warmup_steps) {
+    VariantResult v;  // interrupted before anything was measured
+    v.name = s.variant;
+    v.device = record.device;
+    v.steps = record.batches.size();
+    v.wall_seconds = record.end - record.start;
+    v.partial = true;
+    v.bottleneck_text = "interrupted before the first measured step";
+    return v;
+  }
   AnalysisInputs in;
   in.warmup_steps = s.run.warmup_steps;
   in.batch_size = s.loader.batch_size;
@@ -139,7 +149,9 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   in.prefetch = s.loader.prefetch;
   in.nominal_step_seconds = device.nominal_step_seconds();
   in.have_cache = !cache.empty();
-  return Analyze(s.variant, record, in);
+  VariantResult v = Analyze(s.variant, record, in);
+  v.partial = record.partial;
+  return v;
 }
 
 }  // namespace stallscope

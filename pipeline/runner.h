@@ -33,7 +33,7 @@ class RunError : public std::runtime_error {
 struct RunHooks {
   bool quiet = false;
   // Called once the pipeline is built, before the first read (banner, progress display).
-  std::function<void(const Scenario&, const Storage&, const Cache&, const Pipeline&)> on_start;
+  std::function<void(const Scenario&, const Storage&, const Cache&, Pipeline&)> on_start;
   // Called when the run is over, before analysis.
   std::function<void()> on_finish;
   // Record every read and preprocessing chunk, and hand the run's record to on_record

@@ -1,10 +1,12 @@
 // The stallscope executable as a user meets it: exit codes, one-line messages that name the
 // file, line, column and key (or the path on disk), and nothing run on bad input.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -417,6 +419,62 @@ run: {epochs: 3, verify: false}
     for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
     // Every other file was read whole each epoch: 2 KiB × 200 files, the empty one adds 0.
     EXPECT_EQ(v["bytes_read"]["storage"].get<uint64_t>(), (3 * 200 - skipped) * 2048);
+  }
+}
+
+// Ctrl-C (SIGINT) or SIGTERM mid-run: stops within 2 s, writes the partial result and trace
+// of what was measured, marked partial, exits 128 + signal; later variants do not run.
+TEST_F(Cli, InterruptWritesPartialResultsAndStopsWithinTwoSeconds) {
+  const std::string s = Write("long.yaml", R"(name: long
+dataset: {samples: 100000, sample_size: 4KiB}
+storage: {kind: simulated, bandwidth: 200MB/s, faults: {timeout_rate: 0.001, timeout: 500ms}}
+loader: {batch_size: 64, workers: 1}
+gpu: {step_time: 20ms}
+run: {epochs: 5}
+variants:
+  first: {}
+  second: {}
+)");
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string json = (dir_.path() / "p.json").string();
+    const std::string trace = (dir_.path() / "p.trace").string();
+    std::filesystem::remove(json);
+    const std::string bin = STALLSCOPE_BIN;
+    std::vector<std::string> args = {bin, "run", s, "--quiet", "--json", json, "--trace", trace};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(devnull, STDERR_FILENO);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const auto t0 = std::chrono::steady_clock::now();
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(took, 2.0) << "signal " << sig;
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    std::ifstream in(json);
+    ASSERT_TRUE(in) << "no partial result written";
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    EXPECT_EQ(doc["partial"], true);
+    ASSERT_EQ(doc["variants"].size(), 1u);  // the second variant never started
+    const auto& v = doc["variants"][0];
+    EXPECT_EQ(v["partial"], true);
+    EXPECT_GT(v["steps"].get<uint64_t>(), 5u);
+    EXPECT_LT(v["steps"].get<uint64_t>(), 5u * 1563);
+    EXPECT_GT(v["window_seconds"].get<double>(), 0.1);
+    std::ifstream tin(trace);
+    EXPECT_TRUE(nlohmann::json::accept(tin)) << "trace not valid JSON";
   }
 }
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -98,6 +100,58 @@ std::vector<Override> ParseSets(const std::vector<std::string>& sets) {
   return out;
 }
 
+// Ctrl-C and SIGTERM during `run`: the first stops the variant in progress (its completed
+// steps are analysed and written, marked partial) and skips the rest; the handler resets
+// itself, so a second signal kills at once. A watcher thread turns the flag the handler
+// sets into Pipeline::RequestStop(), which a signal handler may not call.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+int StopSignal() { return g_stop_signal; }
+
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    struct sigaction sa = {};
+    sa.sa_handler = OnStopSignal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    watcher_ = std::thread([this] {
+      while (!done_.load()) {
+        if (g_stop_signal) {
+          std::lock_guard lock(mu_);
+          if (pipeline_) pipeline_->RequestStop();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~StopOnSignal() {
+    done_ = true;
+    watcher_.join();
+    if (!g_stop_signal) {
+      sigaction(SIGINT, &old_int_, nullptr);
+      sigaction(SIGTERM, &old_term_, nullptr);
+    }
+  }
+  // The pipeline a signal stops (nullptr between variants). The pipeline outlives its
+  // attachment: on_finish detaches before RunVariant destroys it.
+  void Attach(Pipeline* p) {
+    std::lock_guard lock(mu_);
+    pipeline_ = p;
+  }
+
+ private:
+  std::mutex mu_;
+  Pipeline* pipeline_ = nullptr;
+  std::atomic<bool> done_{false};
+  std::thread watcher_;
+  struct sigaction old_int_ = {}, old_term_ = {};
+};
+
 struct ObservabilityOptions {
   std::string metrics_listen;  // empty: no server
   std::string linger = "0s";
@@ -157,14 +211,17 @@ int Run(const std::string& path, std::vector<std::string> variants,
                  path.c_str(), scenarios.size());
   }
   std::vector<VariantResult> results;
+  StopOnSignal stopper;
   for (size_t i = 0; i < scenarios.size(); ++i) {
+    if (StopSignal()) break;  // interrupted: the variants not started are not run
     const Scenario& s = scenarios[i];
     std::unique_ptr<Storage> storage = storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
     RunHooks hooks;
     hooks.quiet = quiet;
     hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache,
-                         const Pipeline& p) {
+                         Pipeline& p) {
+      stopper.Attach(&p);
       if (!quiet) {
         uint64_t cache_bytes = 0;
         for (const TierOptions& t : sc.cache_tiers) {
@@ -182,7 +239,10 @@ int Run(const std::string& path, std::vector<std::string> variants,
       }
       progress.Start(sc.variant, p, sc.run.epochs);
     };
-    hooks.on_finish = [&] { progress.Stop(); };
+    hooks.on_finish = [&] {
+      stopper.Attach(nullptr);
+      progress.Stop();
+    };
     std::shared_ptr<VariantMetrics> metrics;
     if (want_metrics) {
       std::vector<std::string> tiers;
@@ -220,12 +280,18 @@ int Run(const std::string& path, std::vector<std::string> variants,
     trace_out << TraceDocument(std::move(trace_events)).dump() << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s (open it in ui.perfetto.dev)\n", trace_path.c_str());
   }
-  if (server && *linger > 0) {
+  if (server && *linger > 0 && !StopSignal()) {
     if (!quiet) {
       std::fprintf(stderr, "serving the final metrics at http://%s/metrics for %s\n",
                    server->address().c_str(), FormatDuration(*linger).c_str());
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(*linger));
+  }
+  if (const int sig = StopSignal()) {
+    std::fprintf(stderr, "stallscope: interrupted by %s: the results above are partial%s\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM",
+                 json_out.is_open() || trace_out.is_open() ? " (and so marked in the files)" : "");
+    return 128 + sig;
   }
   return 0;
 }
