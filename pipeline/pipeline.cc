@@ -52,6 +52,7 @@ struct Pipeline::Slot {
   uint64_t batch = 0;
   uint32_t count = 0;  // samples in this batch
   uint64_t fetch_range = 0;  // NVTX range from the first read to the last
+  uint32_t delivered = 0;    // rows handed to the device: count less the skipped
   std::unique_ptr<std::byte[], FreeDeleter> raw;
   std::unique_ptr<std::byte[], FreeDeleter> staged;  // null when rows are the raw bytes
   std::vector<uint64_t> ids;
@@ -225,7 +226,7 @@ RunRecord Pipeline::Run() {
       BatchRecord& r = records_[b];
       DeviceBatch db;
       db.step = b;
-      db.samples = r.samples;
+      db.samples = r.samples - r.skipped;  // as copied (skipped rows were closed up)
       db.row_bytes = staged_stride_;
       db.rows_are_floats = normalize_;
       const double earliest = b == 0 ? r.copy_done : std::max(previous_end, r.copy_done);
@@ -506,6 +507,22 @@ void Pipeline::FetchDone(Slot& slot) {
 }
 
 void Pipeline::MarkReady(Slot& slot) {
+  // Skipped samples leave holes: close them, so the device gets each delivered sample once
+  // and never the stale bytes of an earlier batch (the batch shrinks by the skipped count).
+  slot.delivered = slot.count;
+  if (records_[slot.batch].skipped > 0) {
+    std::byte* rows = CopySource(slot);
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < slot.count; ++i) {
+      if (slot.skipped[i]) continue;
+      if (i != j) {
+        std::memmove(rows + j * staged_stride_, rows + i * staged_stride_, staged_stride_);
+        slot.labels[j] = slot.labels[i];
+      }
+      ++j;
+    }
+    slot.delivered = j;
+  }
   {
     std::lock_guard lock(mu_);
     if (!preprocess_stage_) fetches_done_++;
@@ -617,7 +634,7 @@ void Pipeline::RetryLoop() {
 DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {
   DeviceBatch db;
   db.step = slot.batch;
-  db.samples = slot.count;
+  db.samples = slot.delivered;
   db.data = CopySource(slot);
   db.row_bytes = staged_stride_;
   db.rows_are_floats = normalize_;
