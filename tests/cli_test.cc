@@ -2,6 +2,7 @@
 // file, line, column and key (or the path on disk), and nothing run on bad input.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -523,6 +524,57 @@ run: {epochs: 2, verify: true}
     disk_hits += v["cache"]["disk"]["hits"].get<uint64_t>();
   }
   EXPECT_GT(disk_hits, 0u);  // entries written before the kills were served
+}
+
+// Peak resident memory of `stallscope ARGS` (kilobytes), from wait4's rusage.
+long PeakRssKb(const std::vector<std::string>& args_in) {
+  std::vector<std::string> args = args_in;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execv(args[0].c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage = {};
+  wait4(pid, &status, 0, &usage);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? usage.ru_maxrss : -1;
+}
+
+// A dataset ten times the RAM tier: resident memory stays within what the banner states
+// (RAM cache 32 MiB + staging 12.5 MiB) above the process's own baseline (the same binary on
+// a one-batch run: code, libraries — cuBLAS and cuBLASLt are most of it — and heap), plus
+// 32 MiB of slack for allocator and thread stacks.
+TEST_F(Cli, ResidentMemoryStaysWithinTheStartupBudget) {
+  const std::string big = Write("mem.yaml", R"(name: mem
+dataset: {samples: 40000, sample_size: 8KiB}
+storage: {kind: simulated, bandwidth: 4GB/s}
+cache:
+  tiers: [{kind: memory, capacity: 32MiB, policy: lru}]
+loader: {batch_size: 64, prefetch: 4, workers: 2}
+gpu: {device: emulated, step_time: 0ms}
+run: {epochs: 2}
+)");
+  const std::string tiny = Write("tiny.yaml", R"(name: tiny
+dataset: {samples: 128, sample_size: 8KiB}
+storage: {kind: simulated, bandwidth: 4GB/s}
+loader: {batch_size: 64, prefetch: 0, workers: 1}
+gpu: {device: emulated, step_time: 0ms}
+run: {epochs: 2}
+)");
+  const std::string bin = STALLSCOPE_BIN;
+  const long base = PeakRssKb({bin, "run", tiny, "--quiet"});
+  const long peak = PeakRssKb({bin, "run", big, "--quiet"});
+  ASSERT_GT(base, 0);
+  ASSERT_GT(peak, 0);
+  const long budget_kb = (32 * 1024) + (12 * 1024 + 512) + 32 * 1024;
+  EXPECT_LE(peak, base + budget_kb) << "baseline " << base / 1024 << " MiB, peak "
+                                    << peak / 1024 << " MiB, dataset 312.5 MiB";
 }
 
 TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {
