@@ -18,5 +18,5 @@ fi
 cmake --build "$B" -j2 --target scenario_fuzz >&2
 mkdir -p "$B/corpus"
 cd "$B"
-./scenario_fuzz -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
+"$B/tests/scenario_fuzz" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 "$@" corpus "$ROOT/tests/fuzz/corpus"
