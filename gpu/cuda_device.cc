@@ -83,7 +83,8 @@ struct CudaDevice::Impl {
   }
 
   std::string Where() const {
-    return options.scenario_file.empty() ? std::string("gpu.model") : options.scenario_file + ": gpu.model";
+    return options.scenario_file.empty() ? std::string("gpu.model")
+                                         : options.scenario_file + ": gpu.model";
   }
 
   void Calibrate() {
@@ -175,9 +176,9 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
   }
   d.step_start = std::make_unique<Event>();
   d.step_end = std::make_unique<Event>();
-  d.shape = MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.input),
-                     static_cast<int>(o.hidden), static_cast<int>(o.layers),
-                     static_cast<int>(o.classes)};
+  d.shape =
+      MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.input),
+               static_cast<int>(o.hidden), static_cast<int>(o.layers), static_cast<int>(o.classes)};
   if (o.hidden == 0) {
     d.Calibrate();
   } else {
@@ -261,7 +262,8 @@ double CudaDevice::CopyIn(int buffer, const DeviceBatch& batch) {
     throw DeviceError("batch larger than the device input buffer");
   }
   NvtxRange range("stallscope: H2D copy");
-  if (batch.labels) std::memcpy(d.pinned_labels[buffer], batch.labels, batch.samples * sizeof(uint32_t));
+  if (batch.labels)
+    std::memcpy(d.pinned_labels[buffer], batch.labels, batch.samples * sizeof(uint32_t));
   STALLSCOPE_CUDA(cudaEventRecord(d.copy_start[buffer]->get(), d.copy_stream));
   STALLSCOPE_CUDA(cudaMemcpyAsync(d.inputs[buffer].get(), batch.data, batch.bytes(),
                                   cudaMemcpyHostToDevice, d.copy_stream));
@@ -328,10 +330,10 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   r.facts.emplace_back(d.calibrated ? "calibrated_step_seconds" : "measured_step_seconds",
                        d.step_seconds);
   r.facts.emplace_back("target_step_seconds", d.calibrated ? d.options.step_time : 0.0);
-  r.facts.emplace_back("step_tflops", MlpModel::StepFlops({d.shape.batch, d.shape.input,
-                                                           d.model->padded_hidden(),
-                                                           d.shape.layers, d.shape.classes}) /
-                                          std::max(d.step_seconds, 1e-12) / 1e12);
+  r.facts.emplace_back("step_tflops",
+                       MlpModel::StepFlops({d.shape.batch, d.shape.input, d.model->padded_hidden(),
+                                            d.shape.layers, d.shape.classes}) /
+                           std::max(d.step_seconds, 1e-12) / 1e12);
   r.facts.emplace_back("learning_rate", d.model->learning_rate());
   return r;
 }

@@ -1,11 +1,12 @@
 // The CUDA device and kernels. Tests that need a GPU skip themselves where none is visible
 // (CI, the development machine); the no-GPU test runs only there.
+#include "gpu/cuda_device.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "gpu/cuda_device.h"
 #include "gpu/cuda_util.h"
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
@@ -56,7 +57,8 @@ TEST(GemmLadder, EveryKernelMatchesTheReference) {
   std::vector<double> ref(m * n, 0);
   for (int i = 0; i < m; ++i)
     for (int p = 0; p < k; ++p)
-      for (int j = 0; j < n; ++j) ref[i * n + j] += static_cast<double>(a[i * k + p]) * b[p * n + j];
+      for (int j = 0; j < n; ++j)
+        ref[i * n + j] += static_cast<double>(a[i * k + p]) * b[p * n + j];
   auto bf16 = [](float x) {  // round to nearest even, as __float2bfloat16_rn
     uint32_t u32;
     std::memcpy(&u32, &x, 4);
@@ -81,7 +83,7 @@ TEST(GemmLadder, EveryKernelMatchesTheReference) {
     ASSERT_EQ(GemmShapeError(kernel, m, n, k), "");
     STALLSCOPE_CUDA(cudaMemset(dc.get(), 0xff, m * n * 4));  // NaN: every element must be written
     const bool half = GemmKernelIsBf16(kernel);
-    const void* bp = !half ? static_cast<void*>(db.get())
+    const void* bp = !half                                ? static_cast<void*>(db.get())
                      : GemmKernelTakesTransposedB(kernel) ? static_cast<void*>(dbt16.get())
                                                           : static_cast<void*>(db16.get());
     STALLSCOPE_CUDA(LaunchGemm(kernel, m, n, k, half ? static_cast<void*>(da16.get()) : da.get(),

@@ -128,7 +128,8 @@ void CuptiRecorder::Stop() {
 }
 
 std::vector<Interval> Merge(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::sort(v.begin(), v.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
   std::vector<Interval> out;
   for (const Interval& i : v) {
     if (!out.empty() && i.start <= out.back().end) {

@@ -19,8 +19,16 @@ constexpr double kBf16Bound = 1e-2;  // bf16-rounded inputs: about 3e-3 expected
 
 struct Buffers {
   explicit Buffers(int64_t n)
-      : a(n * n), b(n * n), c(n * n), a16(n * n / 2), b16(n * n / 2), bt16(n * n / 2),
-        ad(n * n), bd(n * n), cd(n * n), sums(3) {}
+      : a(n * n),
+        b(n * n),
+        c(n * n),
+        a16(n * n / 2),
+        b16(n * n / 2),
+        bt16(n * n / 2),
+        ad(n * n),
+        bd(n * n),
+        cd(n * n),
+        sums(3) {}
   DeviceBuffer<float> a, b, c;
   DeviceBuffer<float> a16, b16, bt16;  // bf16 storage (n² halves = n²/2 floats); bt16 = Bᵀ
   DeviceBuffer<double> ad, bd, cd, sums;
@@ -45,14 +53,15 @@ class Ladder {
     STALLSCOPE_CUDA(FillUniform(buf_.b.get(), n * n, seed_ * 2 + 1, stream_));
     STALLSCOPE_CUDA(ToBf16(buf_.a.get(), n * n, buf_.a16.get(), stream_));
     STALLSCOPE_CUDA(ToBf16(buf_.b.get(), n * n, buf_.b16.get(), stream_));
-    STALLSCOPE_CUDA(Transpose(buf_.b.get(), static_cast<int>(n), static_cast<int>(n), buf_.c.get(), stream_));
+    STALLSCOPE_CUDA(
+        Transpose(buf_.b.get(), static_cast<int>(n), static_cast<int>(n), buf_.c.get(), stream_));
     STALLSCOPE_CUDA(ToBf16(buf_.c.get(), n * n, buf_.bt16.get(), stream_));
     STALLSCOPE_CUDA(ToDouble(buf_.a.get(), n * n, buf_.ad.get(), stream_));
     STALLSCOPE_CUDA(ToDouble(buf_.b.get(), n * n, buf_.bd.get(), stream_));
     const double one = 1, zero = 0;
     const int ni = static_cast<int>(n);
-    STALLSCOPE_CUBLAS(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, buf_.bd.get(),
-                                  ni, buf_.ad.get(), ni, &zero, buf_.cd.get(), ni));
+    STALLSCOPE_CUBLAS(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one,
+                                  buf_.bd.get(), ni, buf_.ad.get(), ni, &zero, buf_.cd.get(), ni));
   }
 
   // Runs one version: k >= 0 a ladder rung, -1 cuBLAS SGEMM, -2 cuBLAS bf16.
@@ -70,7 +79,7 @@ class Ladder {
     } else {
       const auto kernel = static_cast<GemmKernel>(k);
       const bool bf16 = GemmKernelIsBf16(kernel);
-      const void* b = !bf16 ? buf_.b.get()
+      const void* b = !bf16                                ? buf_.b.get()
                       : GemmKernelTakesTransposedB(kernel) ? buf_.bt16.get()
                                                            : buf_.b16.get();
       STALLSCOPE_CUDA(LaunchGemm(kernel, n, n, n, bf16 ? buf_.a16.get() : buf_.a.get(), b,
@@ -87,8 +96,8 @@ class Ladder {
     STALLSCOPE_CUDA(cudaMemsetAsync(buf_.sums.get(), 0, 3 * sizeof(double), stream_));
     STALLSCOPE_CUDA(ErrorSums(buf_.c.get(), buf_.cd.get(), n * n, buf_.sums.get(), stream_));
     double sums[3];
-    STALLSCOPE_CUDA(cudaMemcpyAsync(sums, buf_.sums.get(), sizeof(sums), cudaMemcpyDeviceToHost,
-                                    stream_));
+    STALLSCOPE_CUDA(
+        cudaMemcpyAsync(sums, buf_.sums.get(), sizeof(sums), cudaMemcpyDeviceToHost, stream_));
     STALLSCOPE_CUDA(cudaStreamSynchronize(stream_));
     if (sums[2] > 0 || !(sums[1] > 0)) return std::nan("");
     return std::sqrt(sums[0] / sums[1]);
@@ -125,7 +134,8 @@ class Ladder {
     std::vector<double> times;
     for (int i = 0; i < 11; ++i) {
       STALLSCOPE_CUDA(cudaEventRecord(a.get(), stream_));
-      STALLSCOPE_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream_));
+      STALLSCOPE_CUDA(
+          cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream_));
       STALLSCOPE_CUDA(cudaEventRecord(b.get(), stream_));
       STALLSCOPE_CUDA(cudaEventSynchronize(b.get()));
       if (i > 0) times.push_back(b.MillisecondsSince(a) / 1000.0);
@@ -158,7 +168,8 @@ LadderResult RunKernelLadder(const LadderOptions& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
-  say(fmt::format("{}: device-to-device copy {:.0f} GB/s", result.device, result.copy_bandwidth / 1e9));
+  say(fmt::format("{}: device-to-device copy {:.0f} GB/s", result.device,
+                  result.copy_bandwidth / 1e9));
 
   struct Version {
     int id;

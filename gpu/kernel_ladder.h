@@ -31,7 +31,7 @@ struct LadderRow {
 
 struct LadderResult {
   std::string device;
-  double copy_bandwidth = 0;  // bytes/s, device-to-device (read + write)
+  double copy_bandwidth = 0;            // bytes/s, device-to-device (read + write)
   double peak_fp32 = 0, peak_bf16 = 0;  // FLOP/s, fastest cuBLAS measured
   std::vector<LadderRow> rows;
 };

@@ -41,7 +41,7 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
     floats += b * x;  // activations
     widest = std::max<uint64_t>(widest, x);
   }
-  floats += 2 * b * widest + biggest_w + widest;  // gradients, dW, db
+  floats += 2 * b * widest + biggest_w + widest;                // gradients, dW, db
   if (own_gemm) floats += 2 * std::max(biggest_w, b * widest);  // transposed operands
   return floats * sizeof(float) + kLossSlots * sizeof(float) + b * sizeof(uint32_t);
 }
@@ -53,8 +53,8 @@ double MlpModel::StepFlops(const MlpShape& s) {
   return flops;
 }
 
-MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas,
-                   cudaStream_t stream, uint64_t seed)
+MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, cudaStream_t stream,
+                   uint64_t seed)
     : shape_(shape), own_(own_gemm), cublas_(cublas), stream_(stream), dims_(PaddedDims(shape)) {
   lr_ = LearningRate(dims_.size() > 2 ? dims_[1] : dims_[0]);
   const int b = Pad(shape.batch);
@@ -94,8 +94,8 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas,
   STALLSCOPE_CUDA(cudaStreamSynchronize(stream_));
 }
 
-void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
-                    const float* b, float* c) {
+void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+                    float* c) {
   // Row-major C (m×n) = op(A) · op(B); op(A) is m×k, op(B) is k×n.
   if (!own_) {
     // cuBLAS is column-major: C^T = op(B)^T · op(A)^T, with each row-major matrix read as
@@ -152,8 +152,8 @@ void MlpModel::Train(int samples, const uint32_t* labels, uint64_t step) {
       Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
       STALLSCOPE_CUDA(ReluBackward(da, acts_[l].get(), static_cast<int64_t>(b) * n_in, stream_));
     }
-    STALLSCOPE_CUDA(SgdUpdate(weights_[l].get(), dweight_.get(),
-                              static_cast<int64_t>(n_in) * n_out, lr_, stream_));
+    STALLSCOPE_CUDA(SgdUpdate(weights_[l].get(), dweight_.get(), static_cast<int64_t>(n_in) * n_out,
+                              lr_, stream_));
     STALLSCOPE_CUDA(SgdUpdate(biases_[l].get(), dbias_.get(), n_out, lr_, stream_));
     std::swap(dz, da);
   }
@@ -164,8 +164,8 @@ std::vector<float> MlpModel::Losses(uint64_t steps) {
   std::vector<float> out(steps);
   STALLSCOPE_CUDA(cudaStreamSynchronize(stream_));
   if (steps) {
-    STALLSCOPE_CUDA(cudaMemcpy(out.data(), losses_.get(), steps * sizeof(float),
-                               cudaMemcpyDeviceToHost));
+    STALLSCOPE_CUDA(
+        cudaMemcpy(out.data(), losses_.get(), steps * sizeof(float), cudaMemcpyDeviceToHost));
   }
   return out;
 }

@@ -98,7 +98,7 @@ struct VariantResult {
   // A real GPU's own measurements (empty busy_source on the emulated device). busy_seconds
   // above is then CUPTI's union of kernel intervals; this is the CUDA-event cross-check.
   DeviceReport gpu;
-  bool partial = false;  // interrupted (Ctrl-C): measured over the steps that completed
+  bool partial = false;            // interrupted (Ctrl-C): measured over the steps that completed
   double event_busy_fraction = 0;  // Σ event-timed step busy in the window / window
   double loss_first = 0, loss_last = 0;  // mean loss of the first and last 10 steps
 };

@@ -50,7 +50,7 @@ std::unique_ptr<std::byte[], FreeDeleter> AllocateStaging(uint64_t bytes) {
 struct Pipeline::Slot {
   int index = 0;
   uint64_t batch = 0;
-  uint32_t count = 0;  // samples in this batch
+  uint32_t count = 0;        // samples in this batch
   uint64_t fetch_range = 0;  // NVTX range from the first read to the last
   uint32_t delivered = 0;    // rows handed to the device: count less the skipped
   std::unique_ptr<std::byte[], FreeDeleter> raw;
@@ -85,7 +85,8 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     throw std::invalid_argument("loader.preprocess: '" + options.preprocess +
                                 "': expected none, normalize or jpeg-decode");
   }
-  if (options.preprocess == "jpeg-decode" && (options.image_size < 8 || options.image_size > 4096)) {
+  if (options.preprocess == "jpeg-decode" &&
+      (options.image_size < 8 || options.image_size > 4096)) {
     throw std::invalid_argument("loader.preprocess.size: expected 8 to 4096 pixels");
   }
   if (cache.num_tiers() > kMaxCacheTiers) {
@@ -130,7 +131,8 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
   device_.Prepare(staged_stride_ * batch, batch);
   // What the copy stage reads is offered to the device for pinning (DMA without a bounce).
   for (auto& slot : slots_) {
-    device_.PinHost(CopySource(*slot), RoundUp(std::max<uint64_t>(staged_stride_ * batch, 1), 4096));
+    device_.PinHost(CopySource(*slot),
+                    RoundUp(std::max<uint64_t>(staged_stride_ * batch, 1), 4096));
   }
 }
 
@@ -470,8 +472,8 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
       std::lock_guard lock(mu_);
       skipped_.push_back(request.sample);
     } else {
-      Fail(fmt::format("reading {} failed after {} attempt(s): {}", storage_.SampleName(request.sample),
-                       slot.attempts[i] + 1, why));
+      Fail(fmt::format("reading {} failed after {} attempt(s): {}",
+                       storage_.SampleName(request.sample), slot.attempts[i] + 1, why));
     }
   }
   if (slot.reads_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) FetchDone(slot);
@@ -569,8 +571,8 @@ void Pipeline::WorkerLoop(int worker) {
           ++bad;
         }
       }
-      float* staged = normalize_ ? reinterpret_cast<float*>(slot->staged.get() + i * staged_stride_)
-                                 : nullptr;
+      float* staged =
+          normalize_ ? reinterpret_cast<float*>(slot->staged.get() + i * staged_stride_) : nullptr;
       if (jpeg_) {
         std::string why;
         if (!DecodeJpegSample(*jpeg, image, raw, slot->bytes[i],

@@ -74,7 +74,7 @@ struct PipelineOptions {
   bool verify = true;
   std::string on_error = "retry";  // retry | skip | fail
   uint32_t retries = 3;
-  double retry_backoff = 0.010;  // seconds before the first retry, doubling, at most 1 s
+  double retry_backoff = 0.010;      // seconds before the first retry, doubling, at most 1 s
   bool trace = false;                // record every read and preprocessing chunk (for --trace)
   uint32_t warmup_steps = 1;         // steps outside the measured window
   StepObserver* observer = nullptr;  // borrowed; called after every step

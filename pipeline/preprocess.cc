@@ -50,14 +50,15 @@ bool DecodeJpegSample(JpegDecoder& decoder, RgbImage& img, const std::byte* data
     for (int y = 0; y < size; ++y) {
       const uint8_t* row = px + (static_cast<size_t>(cy + y) * w + cx) * 3;
       for (int x = 0; x < size; ++x) {
-        for (int c = 0; c < 3; ++c) out[c * plane + y * size + x] = row[x * 3 + c] * scale[c] + shift[c];
+        for (int c = 0; c < 3; ++c)
+          out[c * plane + y * size + x] = row[x * 3 + c] * scale[c] + shift[c];
       }
     }
     return true;
   }
   for (int y = 0; y < size; ++y) {
-    const float sy = std::clamp(y0 + (static_cast<float>(y) + 0.5f) / s - 0.5f, 0.0f,
-                                static_cast<float>(h - 1));
+    const float sy =
+        std::clamp(y0 + (static_cast<float>(y) + 0.5f) / s - 0.5f, 0.0f, static_cast<float>(h - 1));
     const int ya = static_cast<int>(sy), yb = std::min(ya + 1, h - 1);
     const float fy = sy - static_cast<float>(ya);
     for (int x = 0; x < size; ++x) {

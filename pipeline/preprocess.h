@@ -1,10 +1,11 @@
 // CPU preprocessing: the work each worker does per sample.
 //
 // `normalize` turns raw bytes into float32 in [0, 1] (x / 255), the usual first step of an
-// image pipeline. `jpeg-decode` decodes, crops and normalizes an image (DecodeJpegSample). `cost` adds a calibrated amount of extra real computation per sample (a
-// dependent integer hash chain, whose result is folded into the output so the compiler
-// cannot drop it): the work really occupies a core, and contention between workers shows
-// as it would with real decoding — unlike sleep(), which DLIO uses.
+// image pipeline. `jpeg-decode` decodes, crops and normalizes an image (DecodeJpegSample). `cost`
+// adds a calibrated amount of extra real computation per sample (a dependent integer hash chain,
+// whose result is folded into the output so the compiler cannot drop it): the work really occupies
+// a core, and contention between workers shows as it would with real decoding — unlike sleep(),
+// which DLIO uses.
 //
 // Thread-safety: CpuBurner is immutable after construction and safe from any thread.
 #ifndef STALLSCOPE_PIPELINE_PREPROCESS_H_

@@ -33,8 +33,11 @@ static nlohmann::json GpuToJson(const VariantResult& v) {
         {"bytes_per_second", g.h2d_seconds > 0 ? g.h2d_bytes / g.h2d_seconds : 0.0},
         {"overlap_fraction", g.h2d_seconds > 0 ? g.h2d_overlap_seconds / g.h2d_seconds : 0.0}}},
       {"model", model},
-      {"loss", {{"first", v.loss_first}, {"last", v.loss_last}, {"steps", g.loss.size()},
-                {"curve", curve}}},
+      {"loss",
+       {{"first", v.loss_first},
+        {"last", v.loss_last},
+        {"steps", g.loss.size()},
+        {"curve", curve}}},
       {"notes", g.notes},
   };
 }
@@ -124,7 +127,8 @@ nlohmann::json ResultDocument(const std::string& scenario, const std::string& mo
                         {"device", variants.empty() ? "" : variants.front().device},
                         {"variants", nlohmann::json::array()}};
   for (const VariantResult& v : variants) doc["variants"].push_back(VariantToJson(v));
-  if (std::any_of(variants.begin(), variants.end(), [](const VariantResult& v) { return v.partial; })) {
+  if (std::any_of(variants.begin(), variants.end(),
+                  [](const VariantResult& v) { return v.partial; })) {
     doc["partial"] = true;  // interrupted: what was measured before the stop
   }
   return doc;
@@ -189,8 +193,8 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
     return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
   });
   add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
-  const bool any_gpu = std::any_of(vs.begin(), vs.end(),
-                                   [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
+  const bool any_gpu = std::any_of(
+      vs.begin(), vs.end(), [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
   if (any_gpu) {
     auto gpu = [&](std::string label, auto cell) {
       add(std::move(label), [cell](const VariantResult& v) {

@@ -21,8 +21,8 @@ void CheckRunnable(const Scenario& s) {
   }
   if (f.error_rate + f.timeout_rate + f.truncate_rate > 1) {
     throw SetupError(fmt::format(
-        "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1",
-        s.file, f.error_rate + f.timeout_rate + f.truncate_rate));
+        "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1", s.file,
+        f.error_rate + f.timeout_rate + f.truncate_rate));
   }
   if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
     throw SetupError(fmt::format(
@@ -51,8 +51,8 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
     o.iops = s.storage.iops;
     o.max_inflight = s.storage.max_inflight;
     const auto& f = s.storage.faults;
-    o.faults = {f.error_rate, f.timeout_rate, f.timeout, f.truncate_rate,
-                f.spike_rate, f.spike,      f.stall_every, f.stall_for};
+    o.faults = {f.error_rate, f.timeout_rate, f.timeout,     f.truncate_rate,
+                f.spike_rate, f.spike,        f.stall_every, f.stall_for};
     return std::make_unique<SimulatedStorage>(d, o);
   }
   DirectoryStorageOptions o;

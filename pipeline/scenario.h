@@ -53,7 +53,7 @@ struct Scenario {
     double iops = 0;         // 0 = unlimited
     bool direct_io = false;  // directory: O_DIRECT
     bool cold = false;       // directory: evict page cache before each epoch
-    struct Faults {  // injected by the simulated storage (SimulatedStorageOptions::Faults)
+    struct Faults {          // injected by the simulated storage (SimulatedStorageOptions::Faults)
       double error_rate = 0, timeout_rate = 0, timeout = 1.0, stall_every = 0, stall_for = 0;
       double truncate_rate = 0, spike_rate = 0, spike = 0;
     } faults;

@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <algorithm>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "storage/content.h"
@@ -101,10 +101,12 @@ GenerateResult GenerateDataset(const GenerateOptions& o,
   // Raw files are verifiable from the seed (content version 2); JPEG files are not.
   nlohmann::json manifest = {{"seed", o.seed}, {"samples", o.samples}, {"classes", classes}};
   if (jpeg) {
-    manifest.update({{"format", "jpeg"}, {"width", o.width}, {"height", o.height},
-                     {"quality", o.quality}});
+    manifest.update(
+        {{"format", "jpeg"}, {"width", o.width}, {"height", o.height}, {"quality", o.quality}});
   } else {
-    manifest.update({{"content", 2}, {"format", "raw"}, {"size_mean", o.size_mean},
+    manifest.update({{"content", 2},
+                     {"format", "raw"},
+                     {"size_mean", o.size_mean},
                      {"size_stdev", o.size_stdev}});
   }
   std::ofstream out(fs::path(o.dir) / DirectoryStorage::kManifestName);

@@ -24,7 +24,7 @@ struct GenerateOptions {
   uint64_t size_stdev = 0;
   uint32_t classes = 10;
   uint64_t seed = 42;
-  std::string format = "raw";  // raw | jpeg
+  std::string format = "raw";                   // raw | jpeg
   int width = 256, height = 256, quality = 90;  // jpeg images
 };
 

@@ -18,8 +18,7 @@ JpegEncoder::JpegEncoder() : handle_(tjInitCompress()) {
 
 JpegEncoder::~JpegEncoder() { tjDestroy(static_cast<tjhandle>(handle_)); }
 
-std::vector<std::byte> JpegEncoder::Encode(const uint8_t* rgb, int width, int height,
-                                           int quality) {
+std::vector<std::byte> JpegEncoder::Encode(const uint8_t* rgb, int width, int height, int quality) {
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
   if (tjCompress2(static_cast<tjhandle>(handle_), rgb, width, 0, height, TJPF_RGB, &jpeg, &size,
@@ -45,8 +44,8 @@ bool JpegDecoder::Decode(const std::byte* data, size_t n, int min_side, RgbImage
   auto* h = static_cast<tjhandle>(handle_);
   const auto* buf = reinterpret_cast<const unsigned char*>(data);
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(h, buf, n, &width, &height, &subsamp, &colorspace) != 0 ||
-      width <= 0 || height <= 0) {
+  if (tjDecompressHeader3(h, buf, n, &width, &height, &subsamp, &colorspace) != 0 || width <= 0 ||
+      height <= 0) {
     if (error) *error = width <= 0 ? std::string("no image in the JPEG data") : tjGetErrorStr2(h);
     return false;
   }
@@ -57,7 +56,8 @@ bool JpegDecoder::Decode(const std::byte* data, size_t n, int min_side, RgbImage
   int best_w = width, best_h = height;
   for (int i = 0; i < count; ++i) {
     const int w = TJSCALED(width, factors[i]), h2 = TJSCALED(height, factors[i]);
-    if (std::min(w, h2) >= min_side && static_cast<int64_t>(w) * h2 < static_cast<int64_t>(best_w) * best_h) {
+    if (std::min(w, h2) >= min_side &&
+        static_cast<int64_t>(w) * h2 < static_cast<int64_t>(best_w) * best_h) {
       best = factors[i];
       best_w = w;
       best_h = h2;

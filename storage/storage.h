@@ -79,7 +79,9 @@ class Storage {
   // One line for the start-up banner, e.g. "simulated: 400 MB/s, latency p50 4 ms / p99 30 ms".
   virtual std::string Describe() const = 0;
   // How messages name one sample: "sample 17", or a file's path.
-  virtual std::string SampleName(uint64_t sample) const { return "sample " + std::to_string(sample); }
+  virtual std::string SampleName(uint64_t sample) const {
+    return "sample " + std::to_string(sample);
+  }
 };
 
 }  // namespace stallscope

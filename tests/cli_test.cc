@@ -1,7 +1,7 @@
 // The stallscope executable as a user meets it: exit codes, one-line messages that name the
 // file, line, column and key (or the path on disk), and nothing run on bad input.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -394,7 +394,8 @@ TEST_F(Cli, FileVanishingMidRunIsSkippedOrFailsAsOnErrorSays) {
     const std::string victim = data + "/class_005/sample_0000105.bin";
     const std::string s = Write("v.yaml", "dataset: {path: " + data + R"(}
 storage: {kind: directory}
-loader: {batch_size: 10, workers: 1, prefetch: 1, retries: 1, on_error: )" + mode + R"(}
+loader: {batch_size: 10, workers: 1, prefetch: 1, retries: 1, on_error: )" +
+                                              mode + R"(}
 gpu: {step_time: 50ms}
 run: {epochs: 3, verify: false}
 )");
@@ -576,8 +577,8 @@ run: {epochs: 2}
   ASSERT_GT(base, 0);
   ASSERT_GT(peak, 0);
   const long budget_kb = (32 * 1024) + (12 * 1024 + 512) + 32 * 1024;
-  EXPECT_LE(peak, base + budget_kb) << "baseline " << base / 1024 << " MiB, peak "
-                                    << peak / 1024 << " MiB, dataset 312.5 MiB";
+  EXPECT_LE(peak, base + budget_kb)
+      << "baseline " << base / 1024 << " MiB, peak " << peak / 1024 << " MiB, dataset 312.5 MiB";
 }
 
 TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {

@@ -3,16 +3,16 @@
 // of what the GPU consumes; the idle fraction then follows from arithmetic.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 
+#include "pipeline/preprocess.h"
 #include "storage/content.h"
 #include "storage/generate.h"
-#include "storage/synthetic.h"
-#include "pipeline/preprocess.h"
 #include "storage/jpeg.h"
+#include "storage/synthetic.h"
 #include "tests/test_util.h"
 
 namespace stallscope {
@@ -402,7 +402,8 @@ dataset: {samples: 1000, sample_size: 4KiB, classes: 10}
 storage: {kind: simulated, latency: {p50: 100us, p99: 300us},
           faults: {error_rate: 0.02, truncate_rate: 0.01}}
 loader: {batch_size: 32, prefetch: 3, workers: 2, preprocess: none, retries: 4,
-         retry_backoff: 1ms, on_error: )") + on_error + R"(}
+         retry_backoff: 1ms, on_error: )") + on_error +
+                                                 R"(}
 gpu: {step_time: 0ms}
 run: {epochs: 3, verify: true}
 )");

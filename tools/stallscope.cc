@@ -6,12 +6,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -219,8 +218,7 @@ int Run(const std::string& path, std::vector<std::string> variants,
     std::unique_ptr<Device> device = MakeDevice(s);
     RunHooks hooks;
     hooks.quiet = quiet;
-    hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache,
-                         Pipeline& p) {
+    hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache, Pipeline& p) {
       stopper.Attach(&p);
       if (!quiet) {
         uint64_t cache_bytes = 0;
@@ -425,8 +423,8 @@ int BenchDir(const BenchDirOptions& o, BenchTraining t, const std::string& json_
         "  GPU idle {:.1f}%   AU {:.1f}%   {:.0f} samples/s\n  {}\n"
         "  accelerators this storage and host could keep at AU >= 90%: {}\n",
         t.workload.empty() ? "" : t.workload + ", ", t.batch, FormatDuration(*step), t.workers,
-        s.loader.preprocess, v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second, v.bottleneck_text,
-        max_accelerators);
+        s.loader.preprocess, v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second,
+        v.bottleneck_text, max_accelerators);
   }
   if (json_out.is_open()) json_out << doc.dump(2) << "\n";
   return r.skipped ? kExitRunFailed : 0;
@@ -472,8 +470,8 @@ int Gen(const std::string& dir, uint64_t samples, const std::string& size_text,
     const std::string text = size_text.empty() ? "256x256" : size_text;
     int w = 0, h = 0;
     char extra = 0;
-    if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &extra) != 2 || w < 8 || h < 8 ||
-        w > 8192 || h > 8192) {
+    if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &extra) != 2 || w < 8 || h < 8 || w > 8192 ||
+        h > 8192) {
       throw SetupError("--size " + text +
                        ": with --format jpeg, expected the image size WxH in pixels (8 to "
                        "8192), e.g. 256x256");
@@ -547,7 +545,8 @@ int Kernels(const std::string& sizes_text, const std::string& json_path, bool qu
   }
   gpu::LadderOptions o;
   o.sizes = sizes;
-  if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  if (!quiet)
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const gpu::LadderResult r = gpu::RunKernelLadder(o);
   std::string out = fmt::format(
       "GEMM ladder on {} (C = A·B, n×n×n) | device-to-device copy {:.0f} GB/s | cuBLAS peak "
@@ -564,15 +563,20 @@ int Kernels(const std::string& sizes_text, const std::string& json_path, bool qu
       continue;
     }
     all_valid = all_valid && row.valid;
-    out += fmt::format("{:>6}  {:<20} {:<5} {:>10.3f} {:>9.1f} {:>8.1f}% {:>9.1e}  {:<7} {}\n",
-                       row.size, row.kernel, row.precision, row.ms, row.tflops,
-                       row.percent_of_cublas, row.relative_error, row.valid ? "yes" : "NO",
-                       row.bound);
-    rows.push_back({{"size", row.size}, {"kernel", row.kernel}, {"precision", row.precision},
-                    {"ms", row.ms}, {"tflops", row.tflops},
+    out +=
+        fmt::format("{:>6}  {:<20} {:<5} {:>10.3f} {:>9.1f} {:>8.1f}% {:>9.1e}  {:<7} {}\n",
+                    row.size, row.kernel, row.precision, row.ms, row.tflops, row.percent_of_cublas,
+                    row.relative_error, row.valid ? "yes" : "NO", row.bound);
+    rows.push_back({{"size", row.size},
+                    {"kernel", row.kernel},
+                    {"precision", row.precision},
+                    {"ms", row.ms},
+                    {"tflops", row.tflops},
                     {"percent_of_cublas", row.percent_of_cublas},
-                    {"relative_error", row.relative_error}, {"error_bound", row.error_bound},
-                    {"valid", row.valid}, {"bound", row.bound}});
+                    {"relative_error", row.relative_error},
+                    {"error_bound", row.error_bound},
+                    {"valid", row.valid},
+                    {"bound", row.bound}});
   }
   std::fputs(out.c_str(), stdout);
   if (!json_path.empty()) {
@@ -682,9 +686,10 @@ int Main(int argc, char** argv) {
   bench_dir->add_option("--step-time", training.step_time, "Step time of the training loop");
   bench_dir->add_option("--workers", training.workers, "Preprocessing workers")
       ->capture_default_str();
-  bench_dir->add_option("--preprocess", training.preprocess,
-                        "Training loop's preprocessing: auto (jpeg-decode for JPEG files, else "
-                        "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
+  bench_dir
+      ->add_option("--preprocess", training.preprocess,
+                   "Training loop's preprocessing: auto (jpeg-decode for JPEG files, else "
+                   "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
       ->capture_default_str();
   bench_dir->add_option("--workload", training.workload,
                         "MLPerf Storage H100 workload: resnet50 (batch 400, 0.224 s), unet3d "

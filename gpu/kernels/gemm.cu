@@ -41,7 +41,8 @@ __global__ void GemmNaive(int m, int n, int k, const float* a, const float* b, f
   const int col = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
   float acc = 0;
-  for (int i = 0; i < k; ++i) acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
+  for (int i = 0; i < k; ++i)
+    acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
   c[static_cast<int64_t>(row) * n + col] = acc;
 }
 
@@ -51,7 +52,8 @@ __global__ void GemmCoalesced(int m, int n, int k, const float* a, const float* 
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
   float acc = 0;
-  for (int i = 0; i < k; ++i) acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
+  for (int i = 0; i < k; ++i)
+    acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
   c[static_cast<int64_t>(row) * n + col] = acc;
 }
 
@@ -137,7 +139,8 @@ __device__ __forceinline__ void StoreTile(const float (&acc)[8][8], int n, int b
   for (int i = 0; i < 8; ++i) {
     const int row = bm + (i < 4 ? tr * 4 + i : 64 + tr * 4 + i - 4);
     float* out = c + static_cast<int64_t>(row) * n + bn;
-    *reinterpret_cast<float4*>(out + tc * 4) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    *reinterpret_cast<float4*>(out + tc * 4) =
+        make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     *reinterpret_cast<float4*>(out + 64 + tc * 4) =
         make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
   }
@@ -147,8 +150,10 @@ __device__ __forceinline__ void StoreTile(const float (&acc)[8][8], int n, int b
 // (row tid/32, columns (tid%32)*4..).
 __device__ __forceinline__ void LoadTile(const float* a, const float* b, int n, int k, int bm,
                                          int bn, int k0, int tid, float4& ra, float4& rb) {
-  ra = *reinterpret_cast<const float4*>(a + static_cast<int64_t>(bm + tid / 2) * k + k0 + (tid % 2) * 4);
-  rb = *reinterpret_cast<const float4*>(b + static_cast<int64_t>(k0 + tid / 32) * n + bn + (tid % 32) * 4);
+  ra = *reinterpret_cast<const float4*>(a + static_cast<int64_t>(bm + tid / 2) * k + k0 +
+                                        (tid % 2) * 4);
+  rb = *reinterpret_cast<const float4*>(b + static_cast<int64_t>(k0 + tid / 32) * n + bn +
+                                        (tid % 32) * 4);
 }
 
 __device__ __forceinline__ void StoreShared(const float4& ra, const float4& rb, int tid,
@@ -241,7 +246,7 @@ struct TcConfig {
   static constexpr int kALd = BK + 8, kBLd = BN + 8;
   static constexpr int kAStage = BM * kALd, kBStage = BK * kBLd;  // elements
   static constexpr int kSmemBytes = STAGES * (kAStage + kBStage) * 2;
-  static constexpr int kMi = BM / WM / 16, kNi = BN / WN / 8;   // mma tiles per warp
+  static constexpr int kMi = BM / WM / 16, kNi = BN / WN / 8;  // mma tiles per warp
   static_assert(WM * WN == 8 && kNi % 2 == 0 && BK % 16 == 0);
 };
 
@@ -355,16 +360,19 @@ int TensorCoreConfig() {
   return config;
 }
 
-cudaError_t LaunchTensorCoreConfigured(int m, int n, int k, const void* a, const void* b,
-                                       float* c, cudaStream_t stream) {
+cudaError_t LaunchTensorCoreConfigured(int m, int n, int k, const void* a, const void* b, float* c,
+                                       cudaStream_t stream) {
   switch (TensorCoreConfig()) {
-    case 0: return LaunchTensorCore<128, 128, 32, 2, 4, 4>(m, n, k, a, b, c, stream);
-    case 2: return LaunchTensorCore<128, 128, 64, 2, 4, 3>(m, n, k, a, b, c, stream);
-    case 3: return LaunchTensorCore<256, 128, 32, 4, 2, 3>(m, n, k, a, b, c, stream);
-    default: return LaunchTensorCore<128, 256, 32, 2, 4, 3>(m, n, k, a, b, c, stream);
+    case 0:
+      return LaunchTensorCore<128, 128, 32, 2, 4, 4>(m, n, k, a, b, c, stream);
+    case 2:
+      return LaunchTensorCore<128, 128, 64, 2, 4, 3>(m, n, k, a, b, c, stream);
+    case 3:
+      return LaunchTensorCore<256, 128, 32, 4, 2, 3>(m, n, k, a, b, c, stream);
+    default:
+      return LaunchTensorCore<128, 256, 32, 2, 4, 3>(m, n, k, a, b, c, stream);
   }
 }
-
 
 // --- 8 wgmma (sm_90a) ------------------------------------------------------------------------
 // Compiled only into the sm_90a machine code; the compute_90 PTX has an empty body and the
@@ -388,7 +396,7 @@ template <int BN, int STAGES, int IN_FLIGHT>
 __global__ void __launch_bounds__(kThreads, 1)
     GemmWgmma(int m, int n, int k, const __nv_bfloat16* a, const __nv_bfloat16* bt, float* c) {
 #ifdef STALLSCOPE_WGMMA_BODY
-  constexpr int BM = 128, BK = 64;                 // a K row of the tile is one 128-byte line
+  constexpr int BM = 128, BK = 64;  // a K row of the tile is one 128-byte line
   constexpr int kATile = BM * BK * 2, kBTile = BN * BK * 2, kStage = kATile + kBTile;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
@@ -474,10 +482,14 @@ cudaError_t LaunchWgmmaConfigured(int m, int n, int k, const void* a, const void
     return e ? std::atoi(e) : 0;
   }();
   switch (config) {
-    case 1: return LaunchWgmma<256, 3, 0>(m, n, k, a, bt, c, stream);
-    case 2: return LaunchWgmma<128, 4, 1>(m, n, k, a, bt, c, stream);
-    case 3: return LaunchWgmma<256, 3, 1>(m, n, k, a, bt, c, stream);
-    default: return LaunchWgmma<256, 4, 1>(m, n, k, a, bt, c, stream);
+    case 1:
+      return LaunchWgmma<256, 3, 0>(m, n, k, a, bt, c, stream);
+    case 2:
+      return LaunchWgmma<128, 4, 1>(m, n, k, a, bt, c, stream);
+    case 3:
+      return LaunchWgmma<256, 3, 1>(m, n, k, a, bt, c, stream);
+    default:
+      return LaunchWgmma<256, 4, 1>(m, n, k, a, bt, c, stream);
   }
 }
 
@@ -496,14 +508,22 @@ bool WgmmaSupported() {
 
 const char* GemmKernelName(GemmKernel k) {
   switch (k) {
-    case GemmKernel::kNaive: return "1 naive";
-    case GemmKernel::kCoalesced: return "2 coalesced";
-    case GemmKernel::kSharedTiled: return "3 shared-tiled";
-    case GemmKernel::kRegister2D: return "4 register-2d";
-    case GemmKernel::kVectorized: return "5 vectorized";
-    case GemmKernel::kDoubleBuffered: return "6 double-buffered";
-    case GemmKernel::kTensorCoreBf16: return "7 tensor-core bf16";
-    case GemmKernel::kWgmmaBf16: return "8 wgmma bf16";
+    case GemmKernel::kNaive:
+      return "1 naive";
+    case GemmKernel::kCoalesced:
+      return "2 coalesced";
+    case GemmKernel::kSharedTiled:
+      return "3 shared-tiled";
+    case GemmKernel::kRegister2D:
+      return "4 register-2d";
+    case GemmKernel::kVectorized:
+      return "5 vectorized";
+    case GemmKernel::kDoubleBuffered:
+      return "6 double-buffered";
+    case GemmKernel::kTensorCoreBf16:
+      return "7 tensor-core bf16";
+    case GemmKernel::kWgmmaBf16:
+      return "8 wgmma bf16";
   }
   return "?";
 }
@@ -525,12 +545,13 @@ std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim) {
     return "";
   }
   const bool tc = k == GemmKernel::kTensorCoreBf16;
-  const int64_t mn = k == GemmKernel::kNaive || k == GemmKernel::kCoalesced ||
-                             k == GemmKernel::kSharedTiled
-                         ? 32
-                         : (tc ? 256 : 128);
+  const int64_t mn =
+      k == GemmKernel::kNaive || k == GemmKernel::kCoalesced || k == GemmKernel::kSharedTiled
+          ? 32
+          : (tc ? 256 : 128);
   if (m % mn || n % mn) return "M and N must be multiples of " + std::to_string(mn);
-  if (k_dim % (tc ? 64 : 32)) return tc ? "K must be a multiple of 64" : "K must be a multiple of 32";
+  if (k_dim % (tc ? 64 : 32))
+    return tc ? "K must be a multiple of 64" : "K must be a multiple of 32";
   return "";
 }
 

@@ -17,13 +17,15 @@ namespace {
 
 constexpr int kBlock = 256;
 
-int Blocks(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535 * 16)); }
+int Blocks(int64_t n) {
+  return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535 * 16));
+}
 
 __global__ void GatherInputKernel(const unsigned char* staged, bool floats, uint64_t row_bytes,
-                                  int samples, int features, int rows_out, int cols_out,
-                                  float* x) {
+                                  int samples, int features, int rows_out, int cols_out, float* x) {
   const int64_t total = static_cast<int64_t>(rows_out) * cols_out;
-  const int64_t per_row = floats ? static_cast<int64_t>(row_bytes / 4) : static_cast<int64_t>(row_bytes);
+  const int64_t per_row =
+      floats ? static_cast<int64_t>(row_bytes / 4) : static_cast<int64_t>(row_bytes);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int r = static_cast<int>(i / cols_out), c = static_cast<int>(i % cols_out);
@@ -66,7 +68,8 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const uint32_t* l
   const float inv = 1.0f / sum, scale = 1.0f / static_cast<float>(samples);
   for (int c = lane; c < ld; c += 32) {
     float g = 0;
-    if (c < classes) g = (__expf(z[c] - mx) * inv - (c == static_cast<int>(label) ? 1.0f : 0.0f)) * scale;
+    if (c < classes)
+      g = (__expf(z[c] - mx) * inv - (c == static_cast<int>(label) ? 1.0f : 0.0f)) * scale;
     d[c] = g;
   }
   if (lane == 0) atomicAdd(loss_sum, (logf(sum) + mx - z[label]) * scale);
@@ -209,7 +212,7 @@ cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_
 
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream) {
   TransposeKernel<<<dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8), 0, stream>>>(in, rows,
-                                                                                      cols, out);
+                                                                                        cols, out);
   return cudaGetLastError();
 }
 
