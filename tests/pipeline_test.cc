@@ -71,7 +71,11 @@ loader: {batch_size: 16, prefetch: 4, workers: 1, preprocess: {kind: normalize, 
 gpu: {step_time: 20ms}
 run: {epochs: 1, verify: false}
 )");
-  EXPECT_NEAR(v.gpu_idle_fraction, 0.50, 0.05 * testing::kTimingSlack);
+  // The idle fraction is what the measured preprocessing rate implies (the calibrated CPU
+  // work runs a few % slower than calibrated on a busy VM), and about half.
+  ASSERT_TRUE(v.capacity_preprocess.has_value());
+  EXPECT_NEAR(v.gpu_idle_fraction, 1 - *v.capacity_preprocess / 800.0, 0.03);
+  EXPECT_NEAR(v.gpu_idle_fraction, 0.50, 0.10 * testing::kTimingSlack);
   EXPECT_EQ(v.bottleneck_stage, "preprocess") << v.bottleneck_text;
   EXPECT_GT(v.stall.preprocess, 10 * v.stall.fetch);
   ExpectStallsAddUpToIdle(v);
