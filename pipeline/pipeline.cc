@@ -154,23 +154,21 @@ void Pipeline::Fail(const std::string& message) {
   {
     std::lock_guard lock(mu_);
     if (error_.empty()) error_ = message;
-    stop_ = true;
   }
   failed_ = true;
-  stopping_ = true;
-  retry_cv_.notify_all();
-  fetch_cv_.notify_all();
-  worker_cv_.notify_all();
-  copy_cv_.notify_all();
-  device_cv_.notify_all();
+  StopAll();
 }
 
 void Pipeline::RequestStop() {
+  interrupted_ = true;
+  StopAll();
+}
+
+void Pipeline::StopAll() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  interrupted_ = true;
   stopping_ = true;
   retry_cv_.notify_all();
   fetch_cv_.notify_all();

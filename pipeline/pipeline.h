@@ -182,6 +182,7 @@ class Pipeline final : private ReadCallback {
   DeviceBatch MakeDeviceBatch(const Slot& slot) const;
   std::byte* CopySource(const Slot& slot) const;
   void ScheduleRetry(const ReadRequest& request, uint32_t attempt);
+  void StopAll();  // every stage winds down: stop_, stopping_, every condition variable
   void RetryLoop();
 
   // Constant after construction.
