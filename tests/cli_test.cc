@@ -189,8 +189,8 @@ TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
       ++n;
     return n;
   };
-  EXPECT_EQ(count("<svg class=\"chart\""), 4u);            // utilization, stalls, hit ratio, queues
-  EXPECT_GE(count("<path class=\"series\""), 6u);          // 2 variants x 3 line charts
+  EXPECT_EQ(count("<svg class=\"chart\""), 4u);    // utilization, stalls, hit ratio, queues
+  EXPECT_GE(count("<path class=\"series\""), 6u);  // 2 variants x 3 line charts
   {
     std::ifstream result_in(json);  // every variant's verdict, as the run wrote it
     for (const auto& v : nlohmann::json::parse(result_in)["variants"]) {
