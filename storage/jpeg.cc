@@ -52,18 +52,15 @@ bool JpegDecoder::Decode(const std::byte* data, size_t n, int min_side, RgbImage
   // The smallest scaling whose shorter side still covers min_side (1/1 if none is smaller).
   int count = 0;
   const tjscalingfactor* factors = tjGetScalingFactors(&count);
-  tjscalingfactor best{1, 1};
   int best_w = width, best_h = height;
   for (int i = 0; i < count; ++i) {
     const int w = TJSCALED(width, factors[i]), h2 = TJSCALED(height, factors[i]);
     if (std::min(w, h2) >= min_side &&
         static_cast<int64_t>(w) * h2 < static_cast<int64_t>(best_w) * best_h) {
-      best = factors[i];
       best_w = w;
       best_h = h2;
     }
   }
-  (void)best;
   out->width = best_w;
   out->height = best_h;
   out->pixels.resize(static_cast<size_t>(best_w) * best_h * 3);

@@ -362,7 +362,7 @@ namespace {
 // keyed by sample, so the word is unique), checked against the sampler's plan per epoch.
 class RecordingDevice final : public Device {
  public:
-  RecordingDevice(const SyntheticDataset& d, uint64_t row_check) : row_check_(row_check) {
+  explicit RecordingDevice(const SyntheticDataset& d) {
     std::vector<std::byte> w(8);
     for (uint64_t id = 0; id < d.samples; ++id) {
       const uint64_t key = ContentKey(d.seed, id);
@@ -392,7 +392,6 @@ class RecordingDevice final : public Device {
   const std::vector<std::vector<int64_t>>& batches() const { return batches_; }
 
  private:
-  uint64_t row_check_;
   std::map<uint64_t, uint64_t> by_word_;
   std::vector<std::vector<int64_t>> batches_;
 };
@@ -412,8 +411,8 @@ gpu: {step_time: 0ms}
 run: {epochs: 3, verify: true}
 )");
     auto storage = MakeStorage(s, true);
-    RecordingDevice device({s.dataset.samples, s.dataset.sample_size, 0, s.seed, s.dataset.classes},
-                           0);
+    RecordingDevice device(
+        {s.dataset.samples, s.dataset.sample_size, 0, s.seed, s.dataset.classes});
     const VariantResult v = RunVariant(s, *storage, device, RunHooks{.quiet = true});
     EXPECT_EQ(v.integrity_errors, 0u) << on_error;
     std::multiset<int64_t> skipped(v.skipped_samples.begin(), v.skipped_samples.end());

@@ -35,26 +35,27 @@
 namespace stallscope::gpu {
 namespace {
 
-// --- 1 naive ------------------------------------------------------------------------------
-__global__ void GemmNaive(int m, int n, int k, const float* a, const float* b, float* c) {
-  const int row = blockIdx.x * blockDim.x + threadIdx.x;
-  const int col = blockIdx.y * blockDim.y + threadIdx.y;
+// --- 1 naive and 2 coalesced: the same dot product, threads mapped differently ---------------
+__device__ __forceinline__ void DotProduct(int m, int n, int k, const float* a, const float* b,
+                                           float* c, int row, int col) {
   if (row >= m || col >= n) return;
   float acc = 0;
-  for (int i = 0; i < k; ++i)
+  for (int i = 0; i < k; ++i) {
     acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
+  }
   c[static_cast<int64_t>(row) * n + col] = acc;
 }
 
-// --- 2 coalesced --------------------------------------------------------------------------
+__global__ void GemmNaive(int m, int n, int k, const float* a, const float* b, float* c) {
+  // threadIdx.x runs down a column of C: a warp touches 32 rows of A and of C.
+  DotProduct(m, n, k, a, b, c, blockIdx.x * blockDim.x + threadIdx.x,
+             blockIdx.y * blockDim.y + threadIdx.y);
+}
+
 __global__ void GemmCoalesced(int m, int n, int k, const float* a, const float* b, float* c) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  const int row = blockIdx.y * blockDim.y + threadIdx.y;
-  if (row >= m || col >= n) return;
-  float acc = 0;
-  for (int i = 0; i < k; ++i)
-    acc += a[static_cast<int64_t>(row) * k + i] * b[static_cast<int64_t>(i) * n + col];
-  c[static_cast<int64_t>(row) * n + col] = acc;
+  // threadIdx.x runs along a row of C: a warp reads one row of B and writes one row of C.
+  DotProduct(m, n, k, a, b, c, blockIdx.y * blockDim.y + threadIdx.y,
+             blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 // --- 3 shared-tiled -----------------------------------------------------------------------
