@@ -16,10 +16,10 @@ constexpr int kShards = 16;
 MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t num_ids,
                        uint64_t max_item_bytes, const AccessOracle* oracle)
     : capacity_(capacity), policy_name_(policy), lock_free_hits_(policy == "fill-once") {
-  block_ =
-      std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(max_item_bytes / 32, 1)), 256, 65536);
+  block_ = BlockBytes(max_item_bytes);
   const uint64_t blocks = capacity / block_;
-  const int shards = policy == "belady" ? 1 : kShards;  // a power of two: ShardOf masks
+  const int shards = ShardCount(policy);
+  shard_shift_ = std::countr_zero(static_cast<unsigned>(shards));
   arena_bytes_ = blocks * block_;
   if (arena_bytes_ > 0) {
     void* p = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
@@ -37,13 +37,25 @@ MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t nu
     auto shard = std::make_unique<Shard>();
     // Shard s owns blocks [lo, hi): an even split.
     const uint64_t lo = blocks * s / shards, hi = blocks * (s + 1) / shards;
-    shard->policy = EvictionPolicy::Make(policy, (hi - lo) * block_, num_ids, oracle);
+    shard->policy =
+        EvictionPolicy::Make(policy, (hi - lo) * block_, ShardIds(num_ids, shards), oracle);
     if (!shard->policy) throw CacheError("unknown cache policy '" + policy + "'");
     shard->free_blocks.reserve(hi - lo);
     for (uint64_t b = hi; b > lo; --b) shard->free_blocks.push_back(static_cast<uint32_t>(b - 1));
     shard->evicted.reserve(hi - lo + 1);
     shards_.push_back(std::move(shard));
   }
+}
+
+uint64_t MemoryTier::BlockBytes(uint64_t max_item_bytes) {
+  return std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(max_item_bytes / 32, 1)), 256,
+                              65536);
+}
+
+int MemoryTier::ShardCount(const std::string& policy) { return policy == "belady" ? 1 : kShards; }
+
+uint64_t MemoryTier::ShardIds(uint64_t num_ids, int shards) {
+  return (num_ids + shards - 1) / shards;
 }
 
 MemoryTier::~MemoryTier() {
@@ -74,13 +86,13 @@ uint64_t MemoryTier::Lookup(uint64_t id, std::byte* dst, uint64_t now) {
     return size;
   }
   std::lock_guard lock(shard.mu);
-  if (!shard.policy->Contains(id)) {
+  if (!shard.policy->Contains(id >> shard_shift_)) {
     shard.misses.fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
   const uint64_t size = size_[id];
   CopyOut(first_block_[id].load(std::memory_order_relaxed), size, dst);
-  shard.policy->OnHit(id, now);
+  shard.policy->OnHit(id >> shard_shift_, now);
   shard.hits.fetch_add(1, std::memory_order_relaxed);
   return size;
 }
@@ -99,11 +111,13 @@ void MemoryTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t no
   if (data.empty()) return;
   Shard& shard = ShardOf(id);
   std::lock_guard lock(shard.mu);
-  if (shard.policy->Contains(id)) return;
+  const uint64_t local = id >> shard_shift_;
+  if (shard.policy->Contains(local)) return;
   const uint64_t blocks = (data.size() + block_ - 1) / block_;
   shard.evicted.clear();
-  if (!shard.policy->Admit(id, blocks * block_, now, shard.evicted)) return;
-  for (uint64_t v : shard.evicted) FreeChain(shard, v);
+  if (!shard.policy->Admit(local, blocks * block_, now, shard.evicted)) return;
+  const uint64_t low_bits = id & (shards_.size() - 1);
+  for (uint64_t v : shard.evicted) FreeChain(shard, v << shard_shift_ | low_bits);
   // The policy's byte accounting equals this shard's blocks, so the blocks are there.
   uint32_t head = kNoBlock;
   uint32_t* link = &head;

@@ -5,7 +5,8 @@
 // so eviction never fragments the arena and admission allocates nothing. Block size is the
 // largest power of two at most 1/32 of the largest sample (256 B .. 64 KiB), so rounding
 // wastes under 3% of the capacity. Ids are spread over 16 shards (one for belady, whose
-// decisions are global), each with its own lock, policy, block free list and counters, so
+// decisions are global), each with its own lock, policy (over its own ids only, so per-id
+// policy state is not repeated per shard), block free list and counters, so
 // concurrent lookups of different shards never contend. With fill-once nothing is ever
 // evicted, so a hit needs no lock at all: an entry is published (release) only after its
 // bytes are in place, and its blocks are never reused.
@@ -36,6 +37,15 @@ class MemoryTier final : public CacheTier {
   std::string Describe() const override;
   uint64_t block_bytes() const { return block_; }
 
+  // The tier's geometry, shared with the simulator's model of it (pipeline/simulator.cc):
+  // the block size for a largest sample of `max_item_bytes`; the number of shards (a power of
+  // two; one for belady, whose decisions are global); the ids each shard's policy knows.
+  // Shard s owns ids with id % shards == s and knows id as id / shards; it owns an even split
+  // of the whole blocks.
+  static uint64_t BlockBytes(uint64_t max_item_bytes);
+  static int ShardCount(const std::string& policy);
+  static uint64_t ShardIds(uint64_t num_ids, int shards);
+
  private:
   struct Shard {
     std::mutex mu;
@@ -57,6 +67,7 @@ class MemoryTier final : public CacheTier {
   const std::string policy_name_;
   const bool lock_free_hits_;  // fill-once: entries are never evicted
   uint64_t block_ = 0;
+  int shard_shift_ = 0;  // log2 of the shard count: an id's index within its shard
   std::byte* arena_ = nullptr;
   uint64_t arena_bytes_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;

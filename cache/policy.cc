@@ -1,6 +1,7 @@
 #include "cache/policy.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stallscope {
 namespace {
@@ -47,9 +48,9 @@ class FillOnce final : public EvictionPolicy {
   bool Contains(uint64_t id) const override { return size_[id] != 0; }
   void OnHit(uint64_t, uint64_t) override {}
   bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>&) override {
-    if (bytes == 0 || used_ + bytes > capacity_) return false;
+    if (bytes == 0 || bytes > UINT32_MAX || used_ + bytes > capacity_) return false;
     used_ += bytes;
-    size_[id] = bytes;
+    size_[id] = static_cast<uint32_t>(bytes);
     return true;
   }
   void Remove(uint64_t id) override {
@@ -58,7 +59,8 @@ class FillOnce final : public EvictionPolicy {
   }
 
  private:
-  std::vector<uint64_t> size_;  // 0 = not resident
+  // 0 = not resident. 32 bits: the simulator holds one per id per node of a large cluster.
+  std::vector<uint32_t> size_;
 };
 
 // FIFO and LRU differ only in what a hit does.

@@ -31,6 +31,12 @@ void CheckRunnable(const Scenario& s) {
         s.file, s.cluster.nodes, s.cluster.gpus_per_node));
   }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    if (s.cache_tiers[i].kind == "distributed") {
+      throw SetupError(fmt::format(
+          "{}: cache.tiers.{}.kind: a distributed tier (the other nodes' caches) can only be "
+          "simulated (`stallscope simulate`); `run` measures this host",
+          s.file, i));
+    }
     try {
       CheckTier(s.cache_tiers[i], fmt::format("cache.tiers.{}", i));
     } catch (const CacheError& e) {

@@ -294,12 +294,21 @@ void ReadCache(Section s, std::vector<TierOptions>& tiers) {
     for (size_t i = 0; i < list.size(); ++i) {
       Section t(s.ctx(), list[i], s.Path(fmt::format("tiers.{}", i)));
       TierOptions o;
-      o.kind = t.Enum("kind", "memory", {"memory", "disk"});
+      o.kind = t.Enum("kind", "memory", {"memory", "disk", "distributed"});
       o.path = t.String("path", "");
-      o.capacity = t.Size("capacity", 0, true);
-      if (!list[i]["capacity"].IsDefined()) {
+      // A distributed tier is the union of the other nodes' tiers: it has no capacity of its
+      // own (simulate only).
+      const bool distributed = o.kind == "distributed";
+      o.capacity = t.Size("capacity", 0, !distributed);
+      if (!distributed && !list[i]["capacity"].IsDefined()) {
         s.ctx().Fail(list[i], t.Path("capacity"), "every tier needs a capacity");
       }
+      if (distributed && i + 1 != list.size()) {
+        s.ctx().Fail(list[i], t.Path("kind"),
+                     "the distributed tier (the other nodes' caches) must be the last tier");
+      }
+      o.read_bandwidth = t.Rate("bandwidth", o.read_bandwidth);
+      o.read_latency = t.Duration("latency", o.read_latency);
       o.policy = t.Enum("policy", "fill-once", {"fill-once", "lru", "fifo", "s3-fifo", "belady"});
       o.clear = t.Bool("clear", false);
       if (o.kind == "disk" && o.path.empty()) {
@@ -370,6 +379,7 @@ void ReadCluster(Section s, Scenario::Cluster& c) {
   c.nodes = s.Integer<uint32_t>("nodes", c.nodes, 1);
   c.gpus_per_node = s.Integer<uint32_t>("gpus_per_node", c.gpus_per_node, 1);
   c.network_bandwidth = s.Rate("network_bandwidth", c.network_bandwidth);
+  c.cpus_per_node = s.Integer<uint32_t>("cpus_per_node", c.cpus_per_node, 0);
   s.Finish();
 }
 
@@ -395,6 +405,12 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   }
   top.Get("variants");  // read by ScenarioFile
   top.Finish();
+  if (!sc.cache_tiers.empty() && sc.cache_tiers.back().kind == "distributed" &&
+      sc.cluster.network_bandwidth <= 0) {
+    ctx.Fail(root["cache"]["tiers"], "cluster.network_bandwidth",
+             "a distributed cache tier needs cluster.network_bandwidth (the rate of a peer hit's "
+             "transfer, e.g. 12.5GB/s for 100 Gb/s)");
+  }
   if (sc.storage.kind == "directory" && sc.dataset.path.empty()) {
     ctx.Fail(root["storage"]["kind"], "dataset.path",
              "storage.kind directory needs dataset.path (the dataset's root folder)");

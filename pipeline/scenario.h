@@ -94,7 +94,8 @@ struct Scenario {
 
   struct Cluster {
     uint32_t nodes = 1, gpus_per_node = 1;
-    double network_bandwidth = 0;
+    double network_bandwidth = 0;  // bytes/s into each node (the distributed tier's transfers)
+    uint32_t cpus_per_node = 0;    // preprocessing cores per node; 0 = as many as this host has
   } cluster;
 
   std::optional<double> gpu_hour_cost;  // cost.gpu_hour, USD

@@ -81,38 +81,19 @@ std::string MemoryStorage::Describe() const {
 // ---------------------------------------------------------------------------------------
 // SimulatedStorage
 
-// The event loop behind SimulatedStorage. Each read goes through: queue (max_inflight) →
-// IOPS bucket → latency → bandwidth bucket → completion. One steady_timer is armed for the
-// earliest pending event; all state below "Engine thread only" is touched by the io_context
-// thread alone.
+// The event loop behind SimulatedStorage: a StorageModel driven by the steady clock. One
+// steady_timer is armed for the model's next event; the model, the slab of requests and the
+// timer are touched by the io_context thread alone.
 class SimulatedStorage::Engine {
  public:
   using Clock = std::chrono::steady_clock;
 
   Engine(SimulatedStorage* owner, const SimulatedStorageOptions& o, uint64_t seed)
       : owner_(owner),
-        options_(o),
+        start_(Clock::now()),
+        model_(o, seed, owner->max_sample_bytes(), 0.0),
         timer_(context_),
-        work_(boost::asio::make_work_guard(context_)),
-        rng_(seed ^ 0x73696d73746f7265ULL) {
-    if (o.latency_p50_seconds > 0) {
-      // Lognormal: median = exp(mu); p99 = exp(mu + z99 * sigma), z99 = 2.326348.
-      const double mu = std::log(o.latency_p50_seconds);
-      const double sigma =
-          std::max(0.0, std::log(o.latency_p99_seconds / o.latency_p50_seconds) / 2.326348);
-      latency_ = std::lognormal_distribution<double>(mu, sigma);
-      has_latency_ = true;
-    }
-    // Bucket depth: 1 ms of bandwidth, at least one largest sample, so a lone read after an
-    // idle spell is not charged for the idle spell's unused tokens beyond a short burst.
-    if (o.bandwidth_bytes_per_second > 0) {
-      bw_depth_ = std::max(o.bandwidth_bytes_per_second * 1e-3,
-                           static_cast<double>(owner->max_sample_bytes()));
-      bw_tokens_ = bw_depth_;
-    }
-    iops_tokens_ = 1.0;
-    start_ = Clock::now();
-    heap_storage_.reserve(std::max<uint32_t>(o.max_inflight, 1) * 2);
+        work_(boost::asio::make_work_guard(context_)) {
     thread_ = std::thread([this] { context_.run(); });
   }
 
@@ -125,7 +106,7 @@ class SimulatedStorage::Engine {
 
   void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
     std::lock_guard lock(mu_);
-    for (const ReadRequest& r : requests) incoming_.push_back({r, cb, {}});
+    for (const ReadRequest& r : requests) incoming_.push_back({r, cb});
     if (!drain_posted_) {
       drain_posted_ = true;
       boost::asio::post(context_, [this] { Drain(); });
@@ -133,28 +114,12 @@ class SimulatedStorage::Engine {
   }
 
  private:
-  struct Pending {
+  struct Request {
     ReadRequest request;
     ReadCallback* callback;
-    Clock::time_point due;
-    bool latency_done = false;
-    int fault = 0;  // kNone, kError, kTimeout, kTruncate
   };
-  enum { kNone = 0, kError, kTimeout, kTruncate };
 
-  // The end of the whole-storage stall that `t` falls in, or `t` when none does.
-  Clock::time_point AfterStall(Clock::time_point t) const {
-    const auto& f = options_.faults;
-    if (f.stall_every <= 0 || f.stall_for <= 0) return t;
-    const double since = std::chrono::duration<double>(t - start_).count();
-    const double k = std::floor(since / f.stall_every);
-    if (k < 1) return t;
-    const double stall_end = k * f.stall_every + f.stall_for;
-    return since < stall_end ? start_ + ToDuration(stall_end) : t;
-  }
-  struct Later {
-    bool operator()(const Pending& a, const Pending& b) const { return a.due > b.due; }
-  };
+  double Now() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   void Drain() {
     {
@@ -162,137 +127,68 @@ class SimulatedStorage::Engine {
       drained_.swap(incoming_);
       drain_posted_ = false;
     }
-    for (const Pending& p : drained_) waiting_.push_back(p);
+    const double now = Now();
+    for (const Request& r : drained_) {
+      uint64_t token;
+      if (free_.empty()) {
+        token = slab_.size();
+        slab_.push_back(r);
+      } else {
+        token = free_.back();
+        free_.pop_back();
+        slab_[token] = r;
+      }
+      model_.Submit(token, owner_->SampleBytes(r.request.sample), now);
+    }
     drained_.clear();
-    Admit(Clock::now());
     Process();
   }
 
-  void Admit(Clock::time_point now) {
-    while (inflight_ < std::max<uint32_t>(options_.max_inflight, 1) && !waiting_.empty()) {
-      Pending p = waiting_.front();
-      waiting_.pop_front();
-      ++inflight_;
-      Clock::time_point t = now;
-      if (options_.iops > 0) t = Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
-      if (has_latency_) t += ToDuration(latency_(rng_));
-      const auto& f = options_.faults;
-      if (f.any()) {
-        const double u = uniform_(rng_);
-        if (u < f.error_rate) {
-          p.fault = kError;
-        } else if (u < f.error_rate + f.timeout_rate) {
-          p.fault = kTimeout;
-          t = now + ToDuration(f.timeout);
-        } else if (u < f.error_rate + f.timeout_rate + f.truncate_rate) {
-          p.fault = kTruncate;
-        }
-        if (f.spike_rate > 0 && uniform_(rng_) < f.spike_rate) t += ToDuration(f.spike);
-      }
-      p.due = t;
-      Push(p);
-    }
-  }
-
-  // Token bucket with debt: refills at `rate` up to `depth`; taking more than is there
-  // leaves a debt that delays the taker until it is paid. Returns when `amount` is granted.
-  static Clock::time_point Take(double& tokens, double amount, double rate, double depth,
-                                Clock::time_point& last, Clock::time_point t) {
-    if (t < last) t = last;
-    const double refill = std::chrono::duration<double>(t - last).count() * rate;
-    tokens = std::min(depth, tokens + refill);
-    last = t;
-    tokens -= amount;
-    if (tokens >= 0) return t;
-    return t + ToDuration(-tokens / rate);
-  }
-
-  static Clock::duration ToDuration(double seconds) {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  }
-
-  void Push(const Pending& p) {
-    heap_storage_.push_back(p);
-    std::push_heap(heap_storage_.begin(), heap_storage_.end(), Later{});
-  }
-
   void Process() {
-    const Clock::time_point now = Clock::now();
-    while (!heap_storage_.empty() && heap_storage_.front().due <= now) {
-      std::pop_heap(heap_storage_.begin(), heap_storage_.end(), Later{});
-      Pending p = heap_storage_.back();
-      heap_storage_.pop_back();
-      if (const Clock::time_point resume = AfterStall(p.due); resume > p.due) {
-        p.due = resume;  // the whole storage is stalled: nothing completes until it ends
-        Push(p);
-        continue;
+    done_.clear();
+    model_.Advance(Now(), done_);
+    for (const StorageModel::Completion& c : done_) {
+      const Request r = slab_[c.token];
+      free_.push_back(c.token);
+      if (c.result > 0) {
+        FillContent(owner_->Key(r.request.sample),
+                    {r.request.dst, static_cast<size_t>(c.result)}, owner_->Label(r.request.sample));
       }
-      const uint64_t bytes = owner_->SampleBytes(p.request.sample);
-      if (p.fault == kError || p.fault == kTimeout) {
-        p.callback->OnReadComplete(p.request, p.fault == kError ? -EIO : -ETIMEDOUT);
-        --inflight_;
-        Admit(now);
-        continue;
-      }
-      if (!p.latency_done && options_.bandwidth_bytes_per_second > 0) {
-        // First byte has arrived; the rest flows at the bandwidth left in the bucket.
-        p.latency_done = true;
-        p.due = Take(bw_tokens_, static_cast<double>(bytes), options_.bandwidth_bytes_per_second,
-                     bw_depth_, bw_last_, p.due);
-        if (p.due > now) {
-          Push(p);
-          continue;
-        }
-      }
-      const uint64_t delivered = p.fault == kTruncate ? bytes / 2 : bytes;
-      FillContent(owner_->Key(p.request.sample), {p.request.dst, delivered},
-                  owner_->Label(p.request.sample));
-      p.callback->OnReadComplete(p.request, static_cast<int64_t>(delivered));
-      --inflight_;
-      Admit(now);
+      r.callback->OnReadComplete(r.request, c.result);
     }
-    if (!heap_storage_.empty()) {
-      const Clock::time_point next = heap_storage_.front().due;
-      if (!armed_ || next < armed_at_) {
-        armed_ = true;
-        armed_at_ = next;
-        timer_.expires_at(next);
-        timer_.async_wait([this](const boost::system::error_code& ec) {
-          if (ec == boost::asio::error::operation_aborted) return;
-          armed_ = false;
-          Process();
-        });
-      }
+    const double next = model_.NextEventTime();
+    if (next != StorageModel::kNever && (!armed_ || next < armed_at_)) {
+      armed_ = true;
+      armed_at_ = next;
+      timer_.expires_at(start_ + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(next)));
+      timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec == boost::asio::error::operation_aborted) return;
+        armed_ = false;
+        Process();
+      });
     }
   }
 
   SimulatedStorage* const owner_;
-  const SimulatedStorageOptions options_;
+  const Clock::time_point start_;
+  // Engine thread only.
+  StorageModel model_;
+  std::vector<Request> slab_;  // indexed by the model's token
+  std::vector<uint64_t> free_;
+  std::vector<Request> drained_;
+  std::vector<StorageModel::Completion> done_;
+  bool armed_ = false;
+  double armed_at_ = 0;
+
   boost::asio::io_context context_;
   boost::asio::steady_timer timer_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
 
   std::mutex mu_;
   // Guarded by mu_.
-  std::vector<Pending> incoming_;
+  std::vector<Request> incoming_;
   bool drain_posted_ = false;
-
-  // Engine thread only.
-  std::vector<Pending> drained_;
-  std::deque<Pending> waiting_;
-  std::vector<Pending> heap_storage_;  // min-heap on `due`
-  uint32_t inflight_ = 0;
-  bool armed_ = false;
-  Clock::time_point armed_at_;
-  std::mt19937_64 rng_;
-  std::lognormal_distribution<double> latency_;
-  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
-  Clock::time_point start_;
-  bool has_latency_ = false;
-  double bw_tokens_ = 0, bw_depth_ = 0;
-  Clock::time_point bw_last_{};
-  double iops_tokens_ = 0;
-  Clock::time_point iops_last_{};
 
   std::thread thread_;
 };

@@ -3,13 +3,9 @@
 // Both serve the deterministic content of storage/content.h, so every delivered byte can be
 // verified. MemoryStorage generates the whole dataset once at construction and serves reads
 // with a memcpy inside Submit(): it measures the pipeline alone. SimulatedStorage models a
-// remote or shared storage system:
-//   - per-read latency, lognormal, fitted so its median is p50 and its 99th percentile p99;
-//   - a token bucket of `bandwidth` bytes/s shared by every read in flight (a read's bytes
-//     flow after its latency, at the rate left to it);
-//   - a token bucket of `iops` operations/s;
-//   - at most `max_inflight` reads outstanding; later ones queue.
-// Its timers run on one Boost.Asio io_context thread owned by the storage.
+// remote or shared storage system with StorageModel (storage/storage_model.h: latency,
+// shared bandwidth, IOPS, max in flight, faults) on real time: its timers run on one
+// Boost.Asio io_context thread owned by the storage.
 //
 // Thread-safety: Submit() is safe from any thread; completions arrive on the storage thread
 // (SimulatedStorage) or inside Submit() (MemoryStorage).
@@ -20,6 +16,7 @@
 #include <vector>
 
 #include "storage/storage.h"
+#include "storage/storage_model.h"
 
 namespace stallscope {
 
@@ -29,27 +26,6 @@ struct SyntheticDataset {
   uint64_t sample_stdev = 0;  // bytes; 0 = every sample has sample_mean bytes
   uint64_t seed = 42;
   uint32_t classes = 100;
-};
-
-struct SimulatedStorageOptions {
-  double bandwidth_bytes_per_second = 0;  // 0 = unlimited
-  double latency_p50_seconds = 0;         // 0 with p99 0 = no latency
-  double latency_p99_seconds = 0;
-  double iops = 0;  // 0 = unlimited
-  uint32_t max_inflight = 64;
-  // Injected faults (storage.faults). Per read, independently: an error (-EIO after the
-  // read's latency), a timeout (held `timeout` seconds, then -ETIMEDOUT), a truncated read
-  // (half the bytes), a latency spike (`spike` seconds more). Whole-storage stalls: from
-  // `stall_every` after the start, every `stall_every`, nothing completes for `stall_for`.
-  struct Faults {
-    double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
-    double spike_rate = 0, spike = 0;
-    double stall_every = 0, stall_for = 0;
-    bool any() const {
-      return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
-             (stall_every > 0 && stall_for > 0);
-    }
-  } faults;
 };
 
 // Shared behaviour of the two synthetic storages: sizes, labels, verification.

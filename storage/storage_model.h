@@ -1,0 +1,119 @@
+// StorageModel: the simulated storage's behaviour on any clock.
+//
+// One model answers "when does each read complete, and how" for SimulatedStorage (real time:
+// its Boost.Asio thread feeds it steady-clock seconds and sleeps until NextEventTime()) and
+// for the simulator (pipeline/simulator.h: a simulated clock that jumps from event to event).
+// Because both run this same code, a simulated run and a real run of one scenario draw
+// latencies from the same distribution and share bandwidth by the same rule.
+//
+// Each read goes through: queue (max_inflight) → IOPS bucket → latency → bandwidth bucket →
+// completion.
+//   - latency: lognormal, fitted so its median is p50 and its 99th percentile p99;
+//   - bandwidth: a token bucket of `bandwidth` bytes/s shared by every read in flight (a
+//     read's bytes flow after its latency, at the rate left to it); depth 1 ms of bandwidth,
+//     at least one largest sample;
+//   - iops: a token bucket of `iops` operations/s;
+//   - faults (storage.faults): per read an error (-EIO after its latency), a timeout (held
+//     `timeout`, then -ETIMEDOUT), a truncated read (half the bytes), a latency spike; and
+//     whole-storage stalls (from `stall_every` after the start, every `stall_every`, nothing
+//     completes for `stall_for`).
+// Times are seconds on the caller's clock; `start` is the clock's reading at construction.
+//
+// Thread-safety: none; one thread drives a model.
+#ifndef STALLSCOPE_STORAGE_STORAGE_MODEL_H_
+#define STALLSCOPE_STORAGE_STORAGE_MODEL_H_
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace stallscope {
+
+struct SimulatedStorageOptions {
+  double bandwidth_bytes_per_second = 0;  // 0 = unlimited
+  double latency_p50_seconds = 0;         // 0 with p99 0 = no latency
+  double latency_p99_seconds = 0;
+  double iops = 0;  // 0 = unlimited
+  uint32_t max_inflight = 64;
+  struct Faults {
+    double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
+    double spike_rate = 0, spike = 0;
+    double stall_every = 0, stall_for = 0;
+    bool any() const {
+      return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
+             (stall_every > 0 && stall_for > 0);
+    }
+  } faults{};
+};
+
+class StorageModel {
+ public:
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  struct Completion {
+    uint64_t token = 0;  // the submitter's
+    int64_t result = 0;  // bytes delivered (bytes, or half of them when truncated) or -errno
+    double time = 0;     // when it completed
+  };
+
+  // `max_sample_bytes` sizes the bandwidth bucket's depth; `seed` drives latency and faults.
+  StorageModel(const SimulatedStorageOptions& options, uint64_t seed, uint64_t max_sample_bytes,
+               double start);
+
+  // Queues a read of `bytes` at `now`; it starts at once if fewer than max_inflight are out.
+  void Submit(uint64_t token, uint64_t bytes, double now);
+  // The earliest time at which Advance() has something to do; kNever when idle.
+  double NextEventTime() const { return heap_.empty() ? kNever : heap_.front().due; }
+  // Processes everything due at or before `now`, appending completed reads to `done` in
+  // completion order.
+  void Advance(double now, std::vector<Completion>& done);
+
+  uint32_t inflight() const { return inflight_; }
+  size_t queued() const { return waiting_.size(); }
+  // Internal events processed so far (a read takes one to three).
+  uint64_t events() const { return events_; }
+
+ private:
+  enum Fault : uint8_t { kNone = 0, kError, kTimeout, kTruncate };
+  struct Pending {
+    double due = 0;
+    uint64_t token = 0;
+    uint64_t bytes = 0;
+    bool latency_done = false;
+    Fault fault = kNone;
+  };
+  struct Later {
+    bool operator()(const Pending& a, const Pending& b) const { return a.due > b.due; }
+  };
+
+  void Admit(double now);
+  void Push(const Pending& p);
+  // The end of the whole-storage stall that `t` falls in, or `t` when none does.
+  double AfterStall(double t) const;
+  // Token bucket with debt: refills at `rate` up to `depth`; taking more than is there leaves
+  // a debt that delays the taker until it is paid. Returns when `amount` is granted.
+  static double Take(double& tokens, double amount, double rate, double depth, double& last,
+                     double t);
+
+  // Constant after construction.
+  const SimulatedStorageOptions options_;
+  const double start_;
+  bool has_latency_ = false;
+  std::lognormal_distribution<double> latency_;
+  double bw_depth_ = 0;
+
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  std::deque<Pending> waiting_;
+  std::vector<Pending> heap_;  // min-heap on `due`
+  uint32_t inflight_ = 0;
+  double bw_tokens_ = 0, bw_last_ = 0;
+  double iops_tokens_ = 1.0, iops_last_ = 0;
+  uint64_t events_ = 0;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_STORAGE_STORAGE_MODEL_H_
