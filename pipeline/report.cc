@@ -115,6 +115,14 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"step_wait_seconds", {{"p50", v.step_wait_p50}, {"p99", v.step_wait_p99}}},
       {"epochs", epochs},
   };
+  out["gpus"] = v.gpus;
+  if (v.gpu_hour_cost) {
+    const IdleCost c = IdleCostOf(v);
+    out["cost"] = {{"gpu_hour", *v.gpu_hour_cost},
+                   {"idle_per_1000_gpu_hours", c.per_1000_gpu_hours},
+                   {"idle_per_day", c.per_day},
+                   {"gpus", v.gpus}};
+  }
   if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
   if (v.partial) out["partial"] = true;
   return out;
@@ -127,6 +135,14 @@ nlohmann::json ResultDocument(const std::string& scenario, const std::string& mo
                         {"device", variants.empty() ? "" : variants.front().device},
                         {"variants", nlohmann::json::array()}};
   for (const VariantResult& v : variants) doc["variants"].push_back(VariantToJson(v));
+  // What each variant saves per day against the first, at its cluster size.
+  if (!variants.empty() && variants.front().gpu_hour_cost) {
+    const double first = IdleCostOf(variants.front()).per_day;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      auto& v = doc["variants"][i];
+      if (v.contains("cost")) v["cost"]["saves_per_day_vs_first"] = first - IdleCostOf(variants[i]).per_day;
+    }
+  }
   if (std::any_of(variants.begin(), variants.end(),
                   [](const VariantResult& v) { return v.partial; })) {
     doc["partial"] = true;  // interrupted: what was measured before the stop
@@ -193,6 +209,22 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
     return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
   });
   add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
+  if (std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) { return v.gpus > 1; })) {
+    add("GPUs", [](const VariantResult& v) { return fmt::format("{}", v.gpus); });
+  }
+  if (!vs.empty() && vs.front().gpu_hour_cost) {
+    auto usd = [](double x) { return fmt::format("${:.2f}", x); };
+    add("idle $ per 1000 GPU-h", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_1000_gpu_hours) : std::string("-");
+    });
+    add("idle $ per day", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_day) : std::string("-");
+    });
+    const double first = IdleCostOf(vs.front()).per_day;
+    add("saves $ per day vs first", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(first - IdleCostOf(v).per_day) : std::string("-");
+    });
+  }
   const bool any_gpu = std::any_of(
       vs.begin(), vs.end(), [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
   if (any_gpu) {

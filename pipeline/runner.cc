@@ -157,6 +157,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   in.have_cache = !cache.empty();
   VariantResult v = Analyze(s.variant, record, in);
   v.partial = record.partial;
+  v.gpu_hour_cost = s.gpu_hour_cost;
   return v;
 }
 

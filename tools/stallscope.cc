@@ -31,6 +31,7 @@
 #include "pipeline/report.h"
 #include "pipeline/runner.h"
 #include "pipeline/scenario.h"
+#include "pipeline/simulator.h"
 #include "pipeline/trace.h"
 #include "pipeline/units.h"
 #include "storage/generate.h"
@@ -151,15 +152,97 @@ class StopOnSignal {
   struct sigaction old_int_ = {}, old_term_ = {};
 };
 
+// Pushes a variant's final values; a Pushgateway that refuses them is a warning, not a failure.
+void PushQuietly(const std::string& gateway, const VariantMetrics& metrics,
+                 const std::string& variant) {
+  try {
+    const int status = PushToGateway(gateway, metrics);
+    if (status >= 300) {
+      std::fprintf(stderr, "warning: the Pushgateway answered HTTP %d for %s\n", status,
+                   variant.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: %s\n", e.what());
+  }
+}
+
 struct ObservabilityOptions {
   std::string metrics_listen;  // empty: no server
   std::string linger = "0s";
   std::string push_gateway;  // empty: no push
 };
 
+// `simulate`: the same variants on a simulated clock (pipeline/simulator.h).
+struct SimulateOptions {
+  bool enabled = false;
+  bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
+  double au = 0.9;
+};
+
+// The simulator's steps told to a metrics observer, as a real run tells them while it goes.
+void ReplaySteps(const RunRecord& record, uint32_t warmup, StepObserver& observer) {
+  double previous_end = 0;
+  for (size_t k = 0; k < record.batches.size(); ++k) {
+    const BatchRecord& b = record.batches[k];
+    observer.OnStep(b, k == 0 ? 0.0 : previous_end, k >= warmup, b.queues);
+    previous_end = b.step_end;
+  }
+}
+
+// `simulate --max-accelerators`: per variant, the largest cluster that keeps AU >= target.
+int MaxAcceleratorsCommand(const std::vector<Scenario>& scenarios, double target,
+                           const std::string& json_path, bool quiet) {
+  if (!(target > 0 && target <= 1)) {
+    throw SetupError(fmt::format("--au {}: expected a fraction in (0, 1], e.g. 0.9", target));
+  }
+  Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
+  nlohmann::json doc = {{"scenario", scenarios[0].name},
+                        {"mode", "simulate"},
+                        {"au_target", target},
+                        {"variants", nlohmann::json::array()}};
+  std::string out;
+  for (const Scenario& s : scenarios) {
+    if (!quiet) {
+      std::fprintf(stderr, "▶ %s: searching cluster sizes (%u GPU(s) per node) for AU >= %.0f%%\n",
+                   s.variant.c_str(), s.cluster.gpus_per_node, target * 100);
+    }
+    const MaxAccelerators m = FindMaxAccelerators(simulator, s, target);
+    out += fmt::format("{}: ", s.variant);
+    if (m.nodes == 0) {
+      out += fmt::format("no cluster size keeps AU >= {:.0f}% (one node: AU {:.1f}%)\n",
+                         target * 100, m.tried.empty() ? 0.0 : m.tried.front().au * 100);
+    } else {
+      out += fmt::format("at most {} accelerators ({} nodes x {}) keep AU >= {:.0f}% (AU {:.1f}%){}\n",
+                         m.accelerators, m.nodes, s.cluster.gpus_per_node, target * 100, m.au * 100,
+                         m.limited_by_dataset ? "; the dataset is too small to try more" : "");
+    }
+    nlohmann::json tried = nlohmann::json::array();
+    for (const auto& t : m.tried) {
+      out += fmt::format("    {:>8} GPUs ({:>6} nodes): AU {:5.1f}%{}\n", t.accelerators, t.nodes,
+                         t.au * 100, t.au >= target ? "" : "  below target");
+      tried.push_back({{"nodes", t.nodes}, {"accelerators", t.accelerators}, {"au", t.au}});
+    }
+    doc["variants"].push_back({{"name", s.variant},
+                               {"max_accelerators", m.accelerators},
+                               {"nodes", m.nodes},
+                               {"gpus_per_node", s.cluster.gpus_per_node},
+                               {"au", m.au},
+                               {"limited_by_dataset", m.limited_by_dataset},
+                               {"tried", tried}});
+  }
+  std::cout << out << std::flush;
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) throw SetupError(json_path + ": cannot write the --json file");
+    f << doc.dump(2) << "\n";
+  }
+  return 0;
+}
+
 int Run(const std::string& path, std::vector<std::string> variants,
         const std::vector<std::string>& sets, const std::string& json_path,
-        const std::string& trace_path, const ObservabilityOptions& obs, bool quiet) {
+        const std::string& trace_path, const ObservabilityOptions& obs, bool quiet,
+        const SimulateOptions& sim = {}) {
   const ScenarioFile file = ScenarioFile::Load(path);
   const std::vector<Override> overrides = ParseSets(sets);
   if (variants.empty()) variants = file.variant_names();
@@ -167,7 +250,26 @@ int Run(const std::string& path, std::vector<std::string> variants,
   std::vector<Scenario> scenarios;
   for (const std::string& v : variants) {
     scenarios.push_back(file.Resolve(v, overrides));
-    CheckRunnable(scenarios.back());
+    if (sim.enabled) {
+      CheckSimulatable(scenarios.back());
+    } else {
+      CheckRunnable(scenarios.back());
+    }
+  }
+  if (sim.enabled && sim.max_accelerators) {
+    return MaxAcceleratorsCommand(scenarios, sim.au, json_path, quiet);
+  }
+  std::unique_ptr<Simulator> simulator;
+  if (sim.enabled) {
+    simulator = std::make_unique<Simulator>(HostModel::Measure(scenarios[0].dataset.sample_size));
+    if (!quiet) {
+      const HostModel& h = simulator->host();
+      std::fprintf(stderr,
+                   "host model (measured here): %u cores, normalize %.0f MB/s, verify %.0f MB/s, "
+                   "memcpy %.0f MB/s per core\n",
+                   h.cores, h.normalize_bytes_per_second / 1e6, h.verify_bytes_per_second / 1e6,
+                   h.memcpy_bytes_per_second / 1e6);
+    }
   }
   std::ofstream json_out, trace_out;
   if (!json_path.empty()) {
@@ -200,20 +302,50 @@ int Run(const std::string& path, std::vector<std::string> variants,
   const bool want_metrics = server || !obs.push_gateway.empty();
   // Open every real dataset before anything runs: a bad directory is bad input (exit 2).
   std::vector<std::unique_ptr<Storage>> storages(scenarios.size());
-  for (size_t i = 0; i < scenarios.size(); ++i) {
+  for (size_t i = 0; i < scenarios.size() && !sim.enabled; ++i) {
     if (scenarios[i].storage.kind == "directory") storages[i] = MakeStorage(scenarios[i], quiet);
   }
   const bool tty = !quiet && isatty(STDERR_FILENO);
   ProgressLine progress(tty);
   if (!quiet) {
-    std::fprintf(stderr, "stallscope run: %s (%s), %zu variant(s)\n", scenarios[0].name.c_str(),
-                 path.c_str(), scenarios.size());
+    std::fprintf(stderr, "stallscope %s: %s (%s), %zu variant(s)\n",
+                 sim.enabled ? "simulate" : "run", scenarios[0].name.c_str(), path.c_str(),
+                 scenarios.size());
   }
   std::vector<VariantResult> results;
   StopOnSignal stopper;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     if (StopSignal()) break;  // interrupted: the variants not started are not run
     const Scenario& s = scenarios[i];
+    if (simulator) {
+      std::vector<std::string> tiers;
+      for (const TierOptions& t : s.cache_tiers) tiers.push_back(t.kind);
+      SimulationResult r = simulator->Run(s);
+      if (r.record.failed) throw RunError(s.variant + ": " + r.record.error);
+      VariantResult v = Analyze(s.variant, r.record, r.inputs);
+      v.gpus = r.stats.ranks;
+      v.gpu_hour_cost = s.gpu_hour_cost;
+      if (!quiet) {
+        std::fprintf(stderr,
+                     "▶ %s: %u GPU(s) (%u x %u), %llu steps, %.1f s simulated in %.2f s "
+                     "(%.1f M events/s)\n",
+                     s.variant.c_str(), r.stats.ranks, s.cluster.nodes, s.cluster.gpus_per_node,
+                     static_cast<unsigned long long>(v.steps), r.stats.simulated_seconds,
+                     r.stats.wall_seconds,
+                     r.stats.wall_seconds > 0 ? r.stats.events / r.stats.wall_seconds / 1e6 : 0.0);
+      }
+      if (want_metrics) {
+        auto metrics = std::make_shared<VariantMetrics>(s.name, s.variant, tiers);
+        hub.Add(metrics);
+        ReplaySteps(r.record, s.run.warmup_steps, *metrics);
+        if (!obs.push_gateway.empty()) PushQuietly(obs.push_gateway, *metrics, s.variant);
+      }
+      if (trace_out.is_open()) {
+        AppendTraceEvents(trace_events, r.record, s.variant, static_cast<int>(i) + 1, tiers);
+      }
+      results.push_back(std::move(v));
+      continue;
+    }
     std::unique_ptr<Storage> storage = storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
     RunHooks hooks;
@@ -257,21 +389,12 @@ int Run(const std::string& path, std::vector<std::string> variants,
       };
     }
     results.push_back(RunVariant(s, *storage, *device, hooks));
-    if (metrics && !obs.push_gateway.empty()) {
-      try {
-        const int status = PushToGateway(obs.push_gateway, *metrics);
-        if (status >= 300) {
-          std::fprintf(stderr, "warning: the Pushgateway answered HTTP %d for %s\n", status,
-                       s.variant.c_str());
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "warning: %s\n", e.what());
-      }
-    }
+    if (metrics && !obs.push_gateway.empty()) PushQuietly(obs.push_gateway, *metrics, s.variant);
   }
   std::cout << "\n" << FormatTable(results) << std::flush;
   if (json_out.is_open()) {
-    json_out << ResultDocument(scenarios[0].name, "run", results).dump(2) << "\n";
+    json_out << ResultDocument(scenarios[0].name, sim.enabled ? "simulate" : "run", results).dump(2)
+             << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s\n", json_path.c_str());
   }
   if (trace_out.is_open()) {
@@ -610,6 +733,8 @@ int Main(int argc, char** argv) {
       "  stallscope gen /tmp/ds --samples 5000 --size 112KiB:20KiB\n"
       "  stallscope gen /tmp/img --samples 20000 --format jpeg --size 256x256\n"
       "  stallscope validate my.yaml\n"
+      "  stallscope simulate scenarios/cluster_what_if.yaml --set cluster.nodes=125\n"
+      "  stallscope simulate S.yaml --max-accelerators --au 0.9\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
       "  stallscope report r.json -o report.html\n"
       "  stallscope kernels --sizes 1024,4096   (GPU hosts)\n\n"
@@ -644,6 +769,36 @@ int Main(int argc, char** argv) {
   run->add_option("--push-gateway", obs.push_gateway,
                   "Push each variant's final values to this Pushgateway (http://HOST:PORT), "
                   "job stallscope, grouped by scenario and variant");
+
+  std::string sim_path, sim_json, sim_trace;
+  std::vector<std::string> sim_variants, sim_sets;
+  ObservabilityOptions sim_obs;
+  SimulateOptions sim;
+  sim.enabled = true;
+  auto* simulate = app.add_subcommand(
+      "simulate",
+      "Run a scenario's variants as a discrete-event simulation on a simulated clock: the same "
+      "sampler, cache policies and storage model as `run`, CPU costs measured on this host, "
+      "and cluster: {nodes, gpus_per_node} for what-if questions at scale. Prints the same "
+      "table as `run`; --json writes \"mode\": \"simulate\"");
+  simulate->add_option("SCENARIO", sim_path, "Scenario file (see scenarios/README.md)")->required();
+  simulate->add_option("--variant", sim_variants, "Simulate only this variant (repeatable)");
+  simulate->add_option("--set", sim_sets,
+                       "Override a key: KEY=VALUE (repeatable), e.g. --set cluster.nodes=125 "
+                       "--set cluster.gpus_per_node=8");
+  simulate->add_option("--json", sim_json, "Write the result document to this file");
+  simulate->add_option("--trace", sim_trace, "Write the simulated steps as a Chrome trace");
+  simulate->add_flag("--quiet", quiet, "No banner");
+  simulate->add_option("--metrics-listen", sim_obs.metrics_listen,
+                       "Serve the simulated variants' final metrics at http://ADDR:PORT/metrics");
+  simulate->add_option("--linger", sim_obs.linger, "Keep serving them this long (e.g. 30s)")
+      ->capture_default_str();
+  simulate->add_option("--push-gateway", sim_obs.push_gateway,
+                       "Push each variant's final values to this Pushgateway");
+  simulate->add_flag("--max-accelerators", sim.max_accelerators,
+                     "Find the largest accelerator count (nodes x cluster.gpus_per_node) that "
+                     "keeps AU >= --au, by search over cluster.nodes");
+  simulate->add_option("--au", sim.au, "AU target for --max-accelerators")->capture_default_str();
 
   std::string validate_path;
   auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
@@ -727,6 +882,9 @@ int Main(int argc, char** argv) {
 
   try {
     if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, obs, quiet);
+    if (*simulate) {
+      return Run(sim_path, sim_variants, sim_sets, sim_json, sim_trace, sim_obs, quiet, sim);
+    }
     if (*validate) return Validate(validate_path);
     if (*report) return Report(report_inputs, report_output, quiet);
     if (*bench_dir) return BenchDir(bench, training, bench_json);
