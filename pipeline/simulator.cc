@@ -63,6 +63,11 @@ HostModel HostModel::Measure(uint64_t sample_bytes) {
   const double normalize = TimePerCall([&] { NormalizeBytes(raw.data(), n, floats.data()); }, 0.03);
   const double verify = TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.03);
   const double copy_s = TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.02);
+  // The calibrated CPU work of loader.preprocess.cost, as it runs: how long 1 ms takes.
+  const CpuBurner& burner = CpuBurner::Get();
+  volatile uint64_t sink = 0;
+  h.burn_seconds_per_second =
+      TimePerCall([&] { sink = sink + burner.Burn(1e-3, 3); }, 0.03) / 1e-3;
   h.normalize_bytes_per_second = n / normalize;
   h.verify_bytes_per_second = n / verify;
   h.memcpy_bytes_per_second = n / copy_s;
@@ -171,6 +176,11 @@ class Simulator::Run_ {
       queue_.pop();
       ++events_;
       Dispatch(e);
+    }
+    if (!failed_ && steps_done_ < total_) {
+      throw std::logic_error(fmt::format(
+          "simulator: no event left at step {} of {} (rank 0: next fetch {}, next copy {})",
+          steps_done_, total_, ranks_[0].next_fetch, ranks_[0].next_copy));
     }
     SimulationResult out;
     out.stats.ranks = static_cast<uint32_t>(ranks_.size());
@@ -498,13 +508,13 @@ class Simulator::Run_ {
           distributed_misses_++;
         }
       }
+      slot.source[i] = static_cast<int8_t>(found);  // a tier, or storage (-1)
       if (found >= 0 && s_.cache_tiers[found].kind == "memory") {
         part.cache_hits[found]++;
         part.cache_bytes[found] += sizes_[id];
         copy_seconds += sizes_[id] / sim_.host_.memcpy_bytes_per_second;
         continue;
       }
-      slot.source[i] = static_cast<int8_t>(found);  // disk, distributed, or storage (-1)
       if (found < 0 && memory_storage_) {
         // MemoryStorage copies inside Submit, on the fetcher's thread.
         copy_seconds += sizes_[id] / sim_.host_.memcpy_bytes_per_second;
@@ -627,7 +637,7 @@ class Simulator::Run_ {
   double SampleCost(const Slot& slot, uint32_t i) const {
     if (slot.dropped[i]) return 0;
     const double bytes = static_cast<double>(sizes_[slot.ids[i]]);
-    double c = s_.loader.preprocess_cost;
+    double c = s_.loader.preprocess_cost * sim_.host_.burn_seconds_per_second;
     if (verify_) c += bytes / sim_.host_.verify_bytes_per_second;
     if (normalize_) c += bytes / sim_.host_.normalize_bytes_per_second;
     return c;

@@ -54,6 +54,7 @@ struct HostModel {
   double normalize_bytes_per_second = 0;  // NormalizeBytes: input bytes per second
   double verify_bytes_per_second = 0;     // Storage::Verify on synthetic content
   double memcpy_bytes_per_second = 0;     // a RAM-tier hit's copy; the emulated device's copy
+  double burn_seconds_per_second = 1;     // what 1 s of loader.preprocess.cost takes
   // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
   static HostModel Measure(uint64_t sample_bytes);
 };

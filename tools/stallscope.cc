@@ -175,6 +175,7 @@ struct ObservabilityOptions {
 // `simulate`: the same variants on a simulated clock (pipeline/simulator.h).
 struct SimulateOptions {
   bool enabled = false;
+  bool against_run = false;  // also run each variant for real and compare idle fractions
   bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
   double au = 0.9;
 };
@@ -239,6 +240,51 @@ int MaxAcceleratorsCommand(const std::vector<Scenario>& scenarios, double target
   return 0;
 }
 
+// `simulate --against-run`: each variant run for real (emulated device) and simulated, side by
+// side. The simulator's claim is that the idle fractions agree within 3 percentage points.
+int AgainstRunCommand(std::vector<Scenario> scenarios, const std::string& json_path, bool quiet) {
+  constexpr double kTolerance = 0.03;
+  for (Scenario& s : scenarios) s.gpu.device = "emulated";
+  for (const Scenario& s : scenarios) CheckRunnable(s);
+  Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
+  nlohmann::json rows = nlohmann::json::array();
+  std::string table = fmt::format("{:<24} {:>10} {:>10} {:>8}  {:<10} {:<10}\n", "variant",
+                                  "real idle", "sim idle", "diff", "real", "simulated");
+  int within = 0;
+  for (const Scenario& s : scenarios) {
+    if (!quiet) std::fprintf(stderr, "▶ %s: real run, then simulation\n", s.variant.c_str());
+    std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+    std::unique_ptr<Device> device = MakeDevice(s);
+    const VariantResult real = RunVariant(s, *storage, *device, RunHooks{.quiet = true});
+    const VariantResult sim = simulator.RunVariant(s);
+    const double diff = sim.gpu_idle_fraction - real.gpu_idle_fraction;
+    const bool ok = std::abs(diff) <= kTolerance;
+    within += ok;
+    table += fmt::format("{:<24} {:>9.1f}% {:>9.1f}% {:>+6.1f}pp  {:<10} {:<10}{}\n", s.variant,
+                         real.gpu_idle_fraction * 100, sim.gpu_idle_fraction * 100, diff * 100,
+                         real.bottleneck_stage, sim.bottleneck_stage, ok ? "" : "  OUTSIDE 3 pp");
+    rows.push_back({{"name", s.variant},
+                    {"real", VariantToJson(real)},
+                    {"simulated", VariantToJson(sim)},
+                    {"idle_difference", diff},
+                    {"within_tolerance", ok}});
+  }
+  table += fmt::format("{} of {} variant(s) within {:.0f} percentage points\n", within,
+                       scenarios.size(), kTolerance * 100);
+  std::cout << "\n" << table << std::flush;
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) throw SetupError(json_path + ": cannot write the --json file");
+    f << nlohmann::json{{"scenario", scenarios[0].name},
+                        {"mode", "simulate-against-run"},
+                        {"tolerance", kTolerance},
+                        {"variants", rows}}
+             .dump(2)
+      << "\n";
+  }
+  return 0;
+}
+
 int Run(const std::string& path, std::vector<std::string> variants,
         const std::vector<std::string>& sets, const std::string& json_path,
         const std::string& trace_path, const ObservabilityOptions& obs, bool quiet,
@@ -256,6 +302,7 @@ int Run(const std::string& path, std::vector<std::string> variants,
       CheckRunnable(scenarios.back());
     }
   }
+  if (sim.enabled && sim.against_run) return AgainstRunCommand(scenarios, json_path, quiet);
   if (sim.enabled && sim.max_accelerators) {
     return MaxAcceleratorsCommand(scenarios, sim.au, json_path, quiet);
   }
@@ -266,9 +313,9 @@ int Run(const std::string& path, std::vector<std::string> variants,
       const HostModel& h = simulator->host();
       std::fprintf(stderr,
                    "host model (measured here): %u cores, normalize %.0f MB/s, verify %.0f MB/s, "
-                   "memcpy %.0f MB/s per core\n",
+                   "memcpy %.0f MB/s per core; preprocess.cost runs at %.3fx\n",
                    h.cores, h.normalize_bytes_per_second / 1e6, h.verify_bytes_per_second / 1e6,
-                   h.memcpy_bytes_per_second / 1e6);
+                   h.memcpy_bytes_per_second / 1e6, h.burn_seconds_per_second);
     }
   }
   std::ofstream json_out, trace_out;
@@ -799,6 +846,9 @@ int Main(int argc, char** argv) {
                      "Find the largest accelerator count (nodes x cluster.gpus_per_node) that "
                      "keeps AU >= --au, by search over cluster.nodes");
   simulate->add_option("--au", sim.au, "AU target for --max-accelerators")->capture_default_str();
+  simulate->add_flag("--against-run", sim.against_run,
+                     "Also run each variant for real (emulated device) and print both idle "
+                     "fractions side by side: the simulator's validation");
 
   std::string validate_path;
   auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
