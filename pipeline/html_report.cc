@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
+
+#include "pipeline/units.h"
 
 namespace stallscope {
 namespace {
@@ -124,6 +128,78 @@ const nlohmann::json& Need(const nlohmann::json& j, const char* key, const std::
   return j[key];
 }
 
+// A grid value as a number for the x axis: a plain number, a size, a rate or a duration.
+std::optional<double> AxisValue(const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end && *end == '\0') return x;
+  if (auto v = ParseSize(text)) return v;
+  if (auto v = ParseRate(text)) return v;
+  if (auto v = ParseDuration(text)) return v;
+  return std::nullopt;
+}
+
+// A sweep CSV (pipeline/sweep.h): GPU idle against the first grid key, one line per variant
+// and value of the other keys; then every row.
+std::string SweepSection(const nlohmann::json& sweep) {
+  const auto& keys = sweep["keys"];
+  const auto& rows = sweep["rows"];
+  std::string html = fmt::format("<h2>Sweep: <code>{}</code></h2>\n",
+                                 Escape(sweep.value("source", "")));
+  if (keys.empty() || rows.empty()) return html + "<p>(no rows)</p>\n";
+  const std::string x_key = keys[0].get<std::string>();
+  // x: numeric when every value of the first key parses; else the values' order.
+  std::vector<std::string> x_values;
+  for (const auto& r : rows) {
+    const std::string v = r["point"].value(x_key, "");
+    if (std::find(x_values.begin(), x_values.end(), v) == x_values.end()) x_values.push_back(v);
+  }
+  bool numeric = true;
+  for (const std::string& v : x_values) numeric = numeric && AxisValue(v).has_value();
+  std::vector<Series> series;
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (const auto& r : rows) {
+    std::string label = r.value("variant", "?");
+    for (size_t k = 1; k < keys.size(); ++k) {
+      label += " " + keys[k].get<std::string>() + "=" + r["point"].value(keys[k].get<std::string>(), "");
+    }
+    auto it = std::find_if(series.begin(), series.end(),
+                           [&](const Series& s) { return s.label == label; });
+    if (it == series.end()) {
+      series.push_back({label, kColors[series.size() % 8], {}});
+      legend.emplace_back(label, series.back().color);
+      it = series.end() - 1;
+    }
+    const std::string xv = r["point"].value(x_key, "");
+    const double x = numeric ? *AxisValue(xv)
+                             : static_cast<double>(std::find(x_values.begin(), x_values.end(), xv) -
+                                                   x_values.begin() + 1);
+    it->points.emplace_back(x, r.value("gpu_idle_fraction", 0.0));
+  }
+  for (Series& s : series) std::sort(s.points.begin(), s.points.end());
+  std::string xlabel = x_key;
+  if (!numeric) {
+    xlabel += " (";
+    for (size_t i = 0; i < x_values.size(); ++i) {
+      xlabel += fmt::format("{}{} = {}", i ? ", " : "", i + 1, x_values[i]);
+    }
+    xlabel += ")";
+  }
+  html += LineChart(series, xlabel, "GPU idle", true) + Legend(legend);
+  html += "<table><tr><th>variant</th>";
+  for (const auto& k : keys) html += "<th>" + Escape(k.get<std::string>()) + "</th>";
+  html += "<th>mode</th><th>GPUs</th><th>GPU idle</th><th>AU</th><th>samples/s</th><th>bottleneck</th></tr>\n";
+  for (const auto& r : rows) {
+    html += "<tr><td>" + Escape(r.value("variant", "?")) + "</td>";
+    for (const auto& k : keys) html += "<td>" + Escape(r["point"].value(k.get<std::string>(), "")) + "</td>";
+    html += fmt::format("<td>{}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.1f}%</td><td>{:.0f}</td><td>{}</td></tr>\n",
+                        Escape(r.value("mode", "")), r.value("gpus", 1.0),
+                        r.value("gpu_idle_fraction", 0.0) * 100, r.value("au", 0.0) * 100,
+                        r.value("samples_per_second", 0.0), Escape(r.value("bottleneck", "")));
+  }
+  return html + "</table>\n";
+}
+
 }  // namespace
 
 std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
@@ -134,8 +210,13 @@ std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
     const nlohmann::json* v;
   };
   std::vector<Variant> variants;
+  std::vector<const nlohmann::json*> sweeps;
   for (size_t d = 0; d < documents.size(); ++d) {
     const std::string& src = sources[d];
+    if (documents[d].contains("sweep")) {
+      sweeps.push_back(&documents[d]["sweep"]);
+      continue;
+    }
     const nlohmann::json& vs = Need(documents[d], "variants", src);
     const std::string scenario = documents[d].value("scenario", "?");
     for (const auto& v : vs) {
@@ -165,6 +246,14 @@ std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
   }
   html += fmt::format(" ({} variant(s), device {}).</p>\n", variants.size(),
                       Escape(documents.empty() ? "" : documents[0].value("device", "?")));
+
+  const std::string footer =
+      "\n<p style=\"font-size:11px;color:#777\">Made by <code>stallscope report</code>. "
+      "Idle fraction, AU and stall attribution as defined in DESIGN.md.</p>\n</body></html>\n";
+  if (variants.empty()) {  // sweep CSVs only
+    for (const nlohmann::json* sw : sweeps) html += SweepSection(*sw);
+    return html + footer;
+  }
 
   // Headline table and verdicts.
   html +=
@@ -264,10 +353,8 @@ std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
       "<h2>Queue occupancy: batches fetched and waiting for preprocessing or the device</h2>\n" +
       LineChart(queues, "seconds into the window", "batches", false) + Legend(legend);
 
-  html +=
-      "\n<p style=\"font-size:11px;color:#777\">Made by <code>stallscope report</code>. "
-      "Idle fraction, AU and stall attribution as defined in DESIGN.md.</p>\n</body></html>\n";
-  return html;
+  for (const nlohmann::json* sw : sweeps) html += SweepSection(*sw);
+  return html + footer;
 }
 
 }  // namespace stallscope

@@ -32,6 +32,7 @@
 #include "pipeline/runner.h"
 #include "pipeline/scenario.h"
 #include "pipeline/simulator.h"
+#include "pipeline/sweep.h"
 #include "pipeline/trace.h"
 #include "pipeline/units.h"
 #include "storage/generate.h"
@@ -464,11 +465,102 @@ int Run(const std::string& path, std::vector<std::string> variants,
   return 0;
 }
 
+// `sweep`: every variant at every grid point, run for real or simulated; a table on stdout, the
+// rows in a CSV (and the full results in --json) that `report` draws.
+int Sweep(const std::string& path, std::vector<std::string> variants,
+          const std::vector<std::string>& sets, const std::vector<std::string>& grids,
+          bool simulate, std::string csv_path, const std::string& json_path, bool quiet) {
+  const ScenarioFile file = ScenarioFile::Load(path);
+  const std::vector<Override> overrides = ParseSets(sets);
+  if (grids.empty()) throw SetupError("sweep: give at least one --grid KEY=V1,V2,...");
+  std::vector<GridAxis> axes;
+  for (const std::string& g : grids) axes.push_back(ParseGridArgument(g));
+  if (variants.empty()) variants = file.variant_names();
+  // Resolve every point first: a bad key or value fails before anything runs.
+  struct Job {
+    Scenario scenario;
+    std::vector<std::pair<std::string, std::string>> point;
+  };
+  std::vector<Job> jobs;
+  for (const auto& point : GridPoints(axes)) {
+    std::vector<Override> all = overrides;
+    for (const auto& [key, value] : point) {
+      all.push_back(ParseSetArgument(key + "=" + value));
+      all.back().origin = fmt::format("--grid {}={}", key, value);
+    }
+    for (const std::string& v : variants) {
+      Scenario s = file.Resolve(v, all);
+      if (simulate) {
+        CheckSimulatable(s);
+      } else {
+        CheckRunnable(s);
+      }
+      jobs.push_back({std::move(s), point});
+    }
+  }
+  if (csv_path.empty()) csv_path = jobs[0].scenario.name + "-sweep.csv";
+  std::ofstream csv(csv_path);
+  if (!csv) throw SetupError(csv_path + ": cannot write the --csv file");
+  std::unique_ptr<Simulator> simulator;
+  if (simulate) {
+    simulator =
+        std::make_unique<Simulator>(HostModel::Measure(jobs[0].scenario.dataset.sample_size));
+  }
+  std::vector<SweepRow> rows;
+  std::vector<VariantResult> named;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Scenario& s = jobs[i].scenario;
+    std::string label = s.variant;
+    for (const auto& [key, value] : jobs[i].point) label += " " + key + "=" + value;
+    if (!quiet) {
+      std::fprintf(stderr, "▶ [%zu/%zu] %s%s\n", i + 1, jobs.size(), label.c_str(),
+                   simulate ? " (simulated)" : "");
+    }
+    VariantResult v;
+    if (simulator) {
+      v = simulator->RunVariant(s);
+    } else {
+      std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+      std::unique_ptr<Device> device = MakeDevice(s);
+      v = RunVariant(s, *storage, *device, RunHooks{.quiet = true});
+    }
+    rows.push_back({s.variant, jobs[i].point, v});
+    v.name = label;
+    named.push_back(std::move(v));
+  }
+  const std::string mode = simulate ? "simulate" : "run";
+  csv << SweepCsv(axes, rows, mode);
+  std::string table = fmt::format("{:<48} {:>9} {:>9} {:>11}  {}\n", "variant and point",
+                                  "GPU idle", "AU", "samples/s", "bottleneck");
+  for (const VariantResult& v : named) {
+    table += fmt::format("{:<48} {:>8.1f}% {:>8.1f}% {:>11.0f}  {}\n", v.name,
+                         v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second,
+                         v.bottleneck_stage);
+  }
+  std::cout << "\n" << table << std::flush;
+  if (!quiet) std::fprintf(stderr, "wrote %s\n", csv_path.c_str());
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) throw SetupError(json_path + ": cannot write the --json file");
+    f << ResultDocument(jobs[0].scenario.name, mode, named).dump(2) << "\n";
+  }
+  return 0;
+}
+
 int Report(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
   std::vector<nlohmann::json> docs;
   for (const std::string& in : inputs) {
     std::ifstream f(in);
     if (!f) throw SetupError(in + ": cannot open");
+    if (in.ends_with(".csv")) {  // a sweep (stallscope sweep --csv)
+      const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+      try {
+        docs.push_back(SweepFromCsv(text, in));
+      } catch (const std::invalid_argument& e) {
+        throw SetupError(e.what());
+      }
+      continue;
+    }
     nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) throw SetupError(in + ": not valid JSON");
     docs.push_back(std::move(j));
@@ -782,6 +874,7 @@ int Main(int argc, char** argv) {
       "  stallscope validate my.yaml\n"
       "  stallscope simulate scenarios/cluster_what_if.yaml --set cluster.nodes=125\n"
       "  stallscope simulate S.yaml --max-accelerators --au 0.9\n"
+      "  stallscope sweep S.yaml --grid loader.prefetch=0,2,8 --simulate --csv s.csv\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
       "  stallscope report r.json -o report.html\n"
       "  stallscope kernels --sizes 1024,4096   (GPU hosts)\n\n"
@@ -850,6 +943,25 @@ int Main(int argc, char** argv) {
                      "Also run each variant for real (emulated device) and print both idle "
                      "fractions side by side: the simulator's validation");
 
+  std::string sweep_path, sweep_csv, sweep_json;
+  std::vector<std::string> sweep_variants, sweep_sets, sweep_grids;
+  bool sweep_simulate = false;
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "Run (or --simulate) a scenario at every point of a grid of key values; writes a CSV "
+      "that `stallscope report` draws");
+  sweep->add_option("SCENARIO", sweep_path, "Scenario file")->required();
+  sweep->add_option("--grid", sweep_grids,
+                    "KEY=V1,V2,... (repeatable; the product of all grids is swept), e.g. "
+                    "--grid loader.prefetch=0,2,8 --grid cache.tiers.0.capacity=1GiB,4GiB")
+      ->required();
+  sweep->add_flag("--simulate", sweep_simulate, "Simulate every point instead of running it");
+  sweep->add_option("--csv", sweep_csv, "CSV file to write (default: SCENARIO-NAME-sweep.csv)");
+  sweep->add_option("--json", sweep_json, "Also write every point's full result document");
+  sweep->add_option("--variant", sweep_variants, "Sweep only this variant (repeatable)");
+  sweep->add_option("--set", sweep_sets, "Override a key for every point (repeatable)");
+  sweep->add_flag("--quiet", quiet, "No progress lines");
+
   std::string validate_path;
   auto* validate = app.add_subcommand("validate", "Check a scenario file without running it");
   validate->add_option("SCENARIO", validate_path, "Scenario file")->required();
@@ -914,7 +1026,9 @@ int Main(int argc, char** argv) {
   std::string report_output = "report.html";
   auto* report = app.add_subcommand(
       "report", "Render result documents (run --json) as one self-contained HTML page");
-  report->add_option("RESULT", report_inputs, "Result JSON files, compared side by side")
+  report->add_option("RESULT", report_inputs,
+                     "Result JSON files (run/simulate --json), compared side by side, and sweep "
+                     "CSVs (sweep --csv), drawn as GPU idle against the first grid key")
       ->required();
   report->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
   report->add_flag("--quiet", quiet, "Print nothing on success");
@@ -934,6 +1048,10 @@ int Main(int argc, char** argv) {
     if (*run) return Run(scenario_path, variants, sets, json_path, trace_path, obs, quiet);
     if (*simulate) {
       return Run(sim_path, sim_variants, sim_sets, sim_json, sim_trace, sim_obs, quiet, sim);
+    }
+    if (*sweep) {
+      return Sweep(sweep_path, sweep_variants, sweep_sets, sweep_grids, sweep_simulate, sweep_csv,
+                   sweep_json, quiet);
     }
     if (*validate) return Validate(validate_path);
     if (*report) return Report(report_inputs, report_output, quiet);
