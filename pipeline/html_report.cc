@@ -244,8 +244,12 @@ std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
   for (size_t d = 0; d < sources.size(); ++d) {
     html += (d ? ", " : "") + ("<code>" + Escape(sources[d]) + "</code>");
   }
-  html += fmt::format(" ({} variant(s), device {}).</p>\n", variants.size(),
-                      Escape(documents.empty() ? "" : documents[0].value("device", "?")));
+  if (variants.empty()) {
+    html += fmt::format(" ({} sweep(s)).</p>\n", sweeps.size());
+  } else {
+    html += fmt::format(" ({} variant(s), device {}).</p>\n", variants.size(),
+                        Escape(documents.empty() ? "" : documents[0].value("device", "?")));
+  }
 
   const std::string footer =
       "\n<p style=\"font-size:11px;color:#777\">Made by <code>stallscope report</code>. "
