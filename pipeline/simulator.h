@@ -88,12 +88,15 @@ class Simulator {
   VariantResult RunVariant(const Scenario& scenario, SimulationStats* stats = nullptr);
 
   const HostModel& host() const { return host_; }
+  // Replaces the host model (a validation re-measures it next to each real run: a shared
+  // machine's speed drifts by several per cent within minutes).
+  void set_host(const HostModel& host) { host_ = host; }
 
  private:
   class Run_;
   struct DiskState;
 
-  const HostModel host_;
+  HostModel host_;
   // Disk tiers' policies by "path|dataset|node", kept between variants.
   std::map<std::string, std::unique_ptr<EvictionPolicy>> disks_;
 };

@@ -257,6 +257,7 @@ int AgainstRunCommand(std::vector<Scenario> scenarios, const std::string& json_p
     std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
     const VariantResult real = RunVariant(s, *storage, *device, RunHooks{.quiet = true});
+    simulator.set_host(HostModel::Measure(s.dataset.sample_size));  // this minute's speed
     const VariantResult sim = simulator.RunVariant(s);
     const double diff = sim.gpu_idle_fraction - real.gpu_idle_fraction;
     const bool ok = std::abs(diff) <= kTolerance;

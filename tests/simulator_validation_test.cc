@@ -1,0 +1,113 @@
+// The simulator against real runs: every scenario in scenarios/ (each variant, on the emulated
+// device, at the one cluster size a real run can measure: 1 × 1) and sweeps over storage
+// bandwidth, prefetch and workers. The claim: the simulated GPU idle fraction is within 3
+// percentage points of the measured one. (`stallscope simulate S.yaml --against-run` prints
+// the same comparison as a table.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "pipeline/simulator.h"
+#include "storage/generate.h"
+#include "tests/test_util.h"
+
+namespace stallscope {
+namespace {
+
+constexpr double kTolerance = 0.03 * testing::kTimingSlack;
+
+struct Case {
+  std::string file;
+  std::vector<Override> sets;
+  std::string label;
+  std::string only_variant;  // empty: every variant
+};
+
+void Validate(const Case& c, Simulator& sim) {
+  const ScenarioFile file = ScenarioFile::Load(c.file);
+  std::vector<Override> sets = c.sets;
+  for (const char* kv : {"gpu.device=emulated", "cluster.nodes=1", "cluster.gpus_per_node=1"}) {
+    sets.push_back(ParseSetArgument(kv));
+  }
+  for (const std::string& variant : file.variant_names()) {
+    if (!c.only_variant.empty() && variant != c.only_variant) continue;
+    const Scenario s = file.Resolve(variant, sets);
+    auto storage = MakeStorage(s, /*quiet=*/true);
+    EmulatedDevice device(s.gpu.step_time);
+    const VariantResult real = RunVariant(s, *storage, device, RunHooks{.quiet = true});
+    sim.set_host(HostModel::Measure(s.dataset.sample_size));  // this minute's speed
+    const VariantResult simulated = sim.RunVariant(s);
+    std::printf("%-28s %-16s real idle %5.1f%%  simulated %5.1f%%  (%+.1f pp)\n", c.label.c_str(),
+                variant.c_str(), real.gpu_idle_fraction * 100, simulated.gpu_idle_fraction * 100,
+                (simulated.gpu_idle_fraction - real.gpu_idle_fraction) * 100);
+    EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
+        << c.label << " / " << variant;
+    if (real.cache_hit_ratio > 0) {
+      EXPECT_NEAR(simulated.cache_hit_ratio, real.cache_hit_ratio, 0.01)
+          << c.label << " / " << variant << ": the same policy code decides the same hits";
+    }
+  }
+}
+
+Simulator& SharedSimulator() {
+  static Simulator sim(HostModel::Measure(112 * 1024));
+  return sim;
+}
+
+TEST(SimulatorValidation, EveryShippedScenario) {
+  testing::ScratchDir dir("simval");
+  // real_directory.yaml reads a `stallscope gen` directory: made here, 4000 files as its
+  // header comment says.
+  GenerateOptions g;
+  g.dir = (dir.path() / "demo").string();
+  g.samples = 4000;
+  g.size_mean = 112 * 1024;
+  g.size_stdev = 24 * 1024;
+  GenerateDataset(g);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(STALLSCOPE_SCENARIOS)) {
+    if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 7u);
+  for (const std::string& f : files) {
+    Case c{f, {}, std::filesystem::path(f).stem().string()};
+    if (c.label == "real_directory") c.sets.push_back(ParseSetArgument("dataset.path=" + g.dir));
+    Validate(c, SharedSimulator());
+  }
+}
+
+TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
+  const std::string dir = STALLSCOPE_SCENARIOS;
+  // Bandwidth: the cold variant of cold_vs_cached from half to twice its 120 MB/s.
+  for (const char* bw : {"60MB/s", "180MB/s", "360MB/s"}) {
+    Validate({dir + "/cold_vs_cached.yaml",
+              {ParseSetArgument(std::string("storage.bandwidth=") + bw),
+               ParseSetArgument("run.epochs=1"), ParseSetArgument("cache.tiers=[]")},
+              std::string("bandwidth ") + bw,
+              "cold"},
+             SharedSimulator());
+  }
+  // Prefetch on storage that is both slow and bursty.
+  for (const char* p : {"0", "3", "6"}) {
+    Validate({dir + "/policy_compare.yaml",
+              {ParseSetArgument(std::string("loader.prefetch=") + p),
+               ParseSetArgument("run.epochs=1")},
+              std::string("prefetch ") + p,
+              "lru"},
+             SharedSimulator());
+  }
+  // Workers against 3 ms of CPU work per sample (the GPU wants 800 samples/s).
+  for (const char* w : {"1", "2", "3"}) {
+    Validate({dir + "/workers_sweep.yaml",
+              {ParseSetArgument(std::string("loader.workers=") + w),
+               ParseSetArgument("loader.preprocess.cost=3ms")},
+              std::string("workers ") + w,
+              "workers-1"},
+             SharedSimulator());
+  }
+}
+
+}  // namespace
+}  // namespace stallscope
