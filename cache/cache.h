@@ -40,8 +40,8 @@ struct TierOptions {
   bool clear = false;  // disk only: start empty, removing what earlier runs left
   // The simulator's model of a disk tier's reads (`bandwidth`, `latency`: p50, p99 = 4 × p50);
   // a local NVMe drive by default. Real runs read the disk.
-  double read_bandwidth = 2e9;    // bytes/s
-  double read_latency = 100e-6;   // seconds, median
+  double read_bandwidth = 2e9;   // bytes/s
+  double read_latency = 100e-6;  // seconds, median
 };
 
 // Checks a tier's options without building it (nothing is read or kept): a disk tier's path

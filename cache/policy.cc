@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 
 namespace stallscope {
 namespace {
@@ -43,7 +46,13 @@ class IdLists {
 
 class FillOnce final : public EvictionPolicy {
  public:
-  FillOnce(uint64_t cap, uint64_t n) : EvictionPolicy(cap), size_(n, 0) {}
+  // calloc: a large zeroed block comes straight from mmap, so the pages of ids never admitted
+  // are never touched (the simulator holds one of these per node of a large cluster).
+  FillOnce(uint64_t cap, uint64_t n)
+      : EvictionPolicy(cap),
+        size_(static_cast<uint32_t*>(std::calloc(std::max<uint64_t>(n, 1), 4))) {
+    if (!size_) throw std::bad_alloc();
+  }
   const char* name() const override { return "fill-once"; }
   bool Contains(uint64_t id) const override { return size_[id] != 0; }
   void OnHit(uint64_t, uint64_t) override {}
@@ -59,8 +68,11 @@ class FillOnce final : public EvictionPolicy {
   }
 
  private:
+  struct Free {
+    void operator()(uint32_t* p) const { std::free(p); }
+  };
   // 0 = not resident. 32 bits: the simulator holds one per id per node of a large cluster.
-  std::vector<uint32_t> size_;
+  std::unique_ptr<uint32_t[], Free> size_;
 };
 
 // FIFO and LRU differ only in what a hit does.

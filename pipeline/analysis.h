@@ -101,8 +101,8 @@ struct VariantResult {
   bool partial = false;            // interrupted (Ctrl-C): measured over the steps that completed
   double event_busy_fraction = 0;  // Σ event-timed step busy in the window / window
   double loss_first = 0, loss_last = 0;  // mean loss of the first and last 10 steps
-  uint32_t gpus = 1;                      // accelerators (cluster.nodes × gpus_per_node)
-  std::optional<double> gpu_hour_cost;    // cost.gpu_hour, USD
+  uint32_t gpus = 1;                     // accelerators (cluster.nodes × gpus_per_node)
+  std::optional<double> gpu_hour_cost;   // cost.gpu_hour, USD
 };
 
 // Idle time in money (cost.gpu_hour): what the idle fraction costs per 1,000 GPU-hours and

@@ -144,8 +144,8 @@ std::optional<double> AxisValue(const std::string& text) {
 std::string SweepSection(const nlohmann::json& sweep) {
   const auto& keys = sweep["keys"];
   const auto& rows = sweep["rows"];
-  std::string html = fmt::format("<h2>Sweep: <code>{}</code></h2>\n",
-                                 Escape(sweep.value("source", "")));
+  std::string html =
+      fmt::format("<h2>Sweep: <code>{}</code></h2>\n", Escape(sweep.value("source", "")));
   if (keys.empty() || rows.empty()) return html + "<p>(no rows)</p>\n";
   const std::string x_key = keys[0].get<std::string>();
   // x: numeric when every value of the first key parses; else the values' order.
@@ -161,7 +161,8 @@ std::string SweepSection(const nlohmann::json& sweep) {
   for (const auto& r : rows) {
     std::string label = r.value("variant", "?");
     for (size_t k = 1; k < keys.size(); ++k) {
-      label += " " + keys[k].get<std::string>() + "=" + r["point"].value(keys[k].get<std::string>(), "");
+      label +=
+          " " + keys[k].get<std::string>() + "=" + r["point"].value(keys[k].get<std::string>(), "");
     }
     auto it = std::find_if(series.begin(), series.end(),
                            [&](const Series& s) { return s.label == label; });
@@ -188,14 +189,19 @@ std::string SweepSection(const nlohmann::json& sweep) {
   html += LineChart(series, xlabel, "GPU idle", true) + Legend(legend);
   html += "<table><tr><th>variant</th>";
   for (const auto& k : keys) html += "<th>" + Escape(k.get<std::string>()) + "</th>";
-  html += "<th>mode</th><th>GPUs</th><th>GPU idle</th><th>AU</th><th>samples/s</th><th>bottleneck</th></tr>\n";
+  html +=
+      "<th>mode</th><th>GPUs</th><th>GPU "
+      "idle</th><th>AU</th><th>samples/s</th><th>bottleneck</th></tr>\n";
   for (const auto& r : rows) {
     html += "<tr><td>" + Escape(r.value("variant", "?")) + "</td>";
-    for (const auto& k : keys) html += "<td>" + Escape(r["point"].value(k.get<std::string>(), "")) + "</td>";
-    html += fmt::format("<td>{}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.1f}%</td><td>{:.0f}</td><td>{}</td></tr>\n",
-                        Escape(r.value("mode", "")), r.value("gpus", 1.0),
-                        r.value("gpu_idle_fraction", 0.0) * 100, r.value("au", 0.0) * 100,
-                        r.value("samples_per_second", 0.0), Escape(r.value("bottleneck", "")));
+    for (const auto& k : keys)
+      html += "<td>" + Escape(r["point"].value(k.get<std::string>(), "")) + "</td>";
+    html += fmt::format(
+        "<td>{}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.1f}%</td><td>{:.0f}</td><td>{}</td></"
+        "tr>\n",
+        Escape(r.value("mode", "")), r.value("gpus", 1.0), r.value("gpu_idle_fraction", 0.0) * 100,
+        r.value("au", 0.0) * 100, r.value("samples_per_second", 0.0),
+        Escape(r.value("bottleneck", "")));
   }
   return html + "</table>\n";
 }

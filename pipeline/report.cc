@@ -140,7 +140,8 @@ nlohmann::json ResultDocument(const std::string& scenario, const std::string& mo
     const double first = IdleCostOf(variants.front()).per_day;
     for (size_t i = 0; i < variants.size(); ++i) {
       auto& v = doc["variants"][i];
-      if (v.contains("cost")) v["cost"]["saves_per_day_vs_first"] = first - IdleCostOf(variants[i]).per_day;
+      if (v.contains("cost"))
+        v["cost"]["saves_per_day_vs_first"] = first - IdleCostOf(variants[i]).per_day;
     }
   }
   if (std::any_of(variants.begin(), variants.end(),

@@ -30,8 +30,7 @@ constexpr uint64_t kDiskBlock = 4096;  // cache/disk_tier.cc: the unit of disk a
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Runs `work` until it has taken at least `min_seconds`; returns the seconds per call.
@@ -178,11 +177,23 @@ class Simulator::Run_ {
     const double wall0 = WallSeconds();
     // The start: every rank fetches as far as it may.
     for (uint32_t r = 0; r < ranks_.size(); ++r) TryFetch(r, 0.0);
-    while (!queue_.empty() && !failed_) {
-      const Event e = queue_.top();
-      queue_.pop();
-      ++events_;
-      Dispatch(e);
+    // The shared storage's model is consulted directly rather than through the queue: it has
+    // the most events, and each would otherwise cost a queue push and pop of its own.
+    StorageModel& storage = *models_[0].model;
+    while (!failed_) {
+      const double next_storage = storage.NextEventTime();
+      if (!queue_.empty() && queue_.top().t < next_storage) {
+        const Event e = queue_.top();
+        queue_.pop();
+        ++events_;
+        Dispatch(e);
+      } else if (next_storage != kInf) {
+        done_.clear();
+        storage.Advance(next_storage, done_);
+        for (const StorageModel::Completion& c : done_) OnRead(-1, c);
+      } else {
+        break;
+      }
     }
     if (!failed_ && steps_done_ < total_) {
       throw std::logic_error(fmt::format(
@@ -212,6 +223,7 @@ class Simulator::Run_ {
       return x.t > y.t || (x.t == y.t && x.seq > y.seq);
     }
   };
+  enum TierKind : uint8_t { kMemory, kDisk, kPeers };
   // Where a sample of a batch is being read from.
   enum Source : int8_t { kStorage = -1 };
   struct Model {
@@ -227,6 +239,7 @@ class Simulator::Run_ {
     std::vector<uint64_t> access;
     std::vector<uint8_t> attempts, dropped;
     std::vector<int8_t> source;
+    std::vector<uint32_t> to_read;  // samples read from disk, a peer or storage
   };
   struct Rank {
     uint32_t node = 0;
@@ -250,9 +263,7 @@ class Simulator::Run_ {
     uint32_t next_rank = 0;  // round-robin start when a core frees
   };
 
-  void Push(double t, Kind kind, uint32_t a, uint64_t b) {
-    queue_.push({t, seq_++, kind, a, b});
-  }
+  void Push(double t, Kind kind, uint32_t a, uint64_t b) { queue_.push({t, seq_++, kind, a, b}); }
   static uint64_t Token(uint32_t rank, int slot, uint32_t i) {
     return static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(slot) << 20 | i;
   }
@@ -294,7 +305,8 @@ class Simulator::Run_ {
           s_.file, total_, s_.run.warmup_steps));
     }
     if (s_.loader.prefetch + 1 >= 4096 || batch >= (1u << 20)) {
-      throw SetupError(s_.file + ": loader: the simulator takes prefetch < 4095 and batch_size < 2^20");
+      throw SetupError(s_.file +
+                       ": loader: the simulator takes prefetch < 4095 and batch_size < 2^20");
     }
     sampler_ = std::make_unique<Sampler>(n_, s_.seed);
     oracle_ = std::make_unique<EpochOrderOracle>(
@@ -333,6 +345,9 @@ class Simulator::Run_ {
 
     // Nodes: local tiers, disk and network models, cores.
     distributed_ = !s_.cache_tiers.empty() && s_.cache_tiers.back().kind == "distributed";
+    for (const TierOptions& o : s_.cache_tiers) {
+      tier_kind_.push_back(o.kind == "memory" ? kMemory : o.kind == "disk" ? kDisk : kPeers);
+    }
     const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
     const uint32_t cores = c.cpus_per_node > 0 ? c.cpus_per_node : sim_.host_.cores;
     nodes_.resize(c.nodes);
@@ -391,12 +406,14 @@ class Simulator::Run_ {
         slot.attempts.resize(batch);
         slot.dropped.resize(batch);
         slot.source.resize(batch);
+        slot.to_read.reserve(batch);
         rk.free_slots.push_back(sl);
       }
       rk.slot_of_batch.assign(total_, -1);
       rk.ready.assign(total_, 0);
       rk.idle_workers = std::max<uint32_t>(s_.loader.workers, 1);
     }
+    Order(0);  // the first epoch's shuffle is set-up, not simulation
     records_.assign(total_, BatchRecord{});
     copied_count_.assign(total_, 0);
     epoch_snapshots_.assign(s_.run.epochs + 1, {});
@@ -412,6 +429,7 @@ class Simulator::Run_ {
   }
 
   void Arm(int m) {
+    if (m == 0) return;  // the shared storage is polled by the main loop
     Model& md = models_[m];
     const double next = md.model->NextEventTime();
     if (next < md.armed_at) {
@@ -485,6 +503,7 @@ class Simulator::Run_ {
     slot.pending = 0;
     slot.next_chunk = slot.chunks_done = slot.skipped = 0;
     slot.fetch_start = t;
+    slot.to_read.clear();
     BatchRecord& part = records_[b];  // counts are summed over ranks
     part.epoch = static_cast<uint32_t>(epoch);
     part.samples += count;
@@ -516,7 +535,7 @@ class Simulator::Run_ {
         }
       }
       slot.source[i] = static_cast<int8_t>(found);  // a tier, or storage (-1)
-      if (found >= 0 && s_.cache_tiers[found].kind == "memory") {
+      if (found >= 0 && tier_kind_[found] == kMemory) {
         part.cache_hits[found]++;
         part.cache_bytes[found] += sizes_[id];
         copy_seconds += sizes_[id] / sim_.host_.memcpy_bytes_per_second;
@@ -531,6 +550,7 @@ class Simulator::Run_ {
         continue;
       }
       slot.pending++;
+      slot.to_read.push_back(i);
     }
     rk.fetcher_busy = true;
     Push(t + copy_seconds, kLookupsDone, r, static_cast<uint64_t>(sl));
@@ -546,16 +566,14 @@ class Simulator::Run_ {
     if (slot.pending == 0) {
       FetchDone(r, sl, t);
     } else {
-      for (uint32_t i = 0; i < slot.count; ++i) {
+      for (const uint32_t i : slot.to_read) {
         const int src = slot.source[i];
-        if (src == kStorage && memory_storage_) continue;
-        if (src >= 0 && s_.cache_tiers[src].kind == "memory") continue;
         const uint64_t token = Token(r, sl, i);
         const uint64_t bytes = sizes_[slot.ids[i]];
         if (src == kStorage) {
           part.storage_reads++;
           models_[0].model->Submit(token, bytes, t);
-        } else if (s_.cache_tiers[src].kind == "disk") {
+        } else if (tier_kind_[src] == kDisk) {
           models_[node.disk_model].model->Submit(token, bytes, t);
         } else {  // distributed: from a peer over this node's link
           models_[node.nic_model].model->Submit(token, bytes, t);
@@ -580,7 +598,7 @@ class Simulator::Run_ {
     if (tier >= 0) {  // a cache tier's read (disk or a peer): never fails here
       part.cache_hits[tier]++;
       part.cache_bytes[tier] += bytes;
-      if (s_.cache_tiers[tier].kind == "disk") AdmitLocal(r, id, slot.access[i], tier);  // promote
+      if (tier_kind_[tier] == kDisk) AdmitLocal(r, id, slot.access[i], tier);  // promote
     } else if (c.result >= 0 && static_cast<uint64_t>(c.result) == bytes) {
       part.storage_bytes += bytes;
       AdmitLocal(r, id, slot.access[i], nodes_[rk.node].tiers.size());
@@ -719,7 +737,8 @@ class Simulator::Run_ {
     Slot& slot = rk.slots[sl];
     BatchRecord& rec = records_[b];
     rec.skipped += slot.skipped;
-    if (copied_count_[b] == 0 || slot.fetch_start < rec.fetch_start) rec.fetch_start = slot.fetch_start;
+    if (copied_count_[b] == 0 || slot.fetch_start < rec.fetch_start)
+      rec.fetch_start = slot.fetch_start;
     if (copied_count_[b] == 0 || t >= rec.copy_done) {
       // The rank the cluster waits for (so far): its milestones explain the stall.
       rec.fetch_done = slot.fetch_done;
@@ -865,7 +884,8 @@ class Simulator::Run_ {
 
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   uint64_t seq_ = 0, events_ = 0;
-  std::vector<Model> models_;  // 0: the storage
+  std::vector<Model> models_;        // 0: the storage
+  std::vector<TierKind> tier_kind_;  // per cache.tiers entry
   std::vector<Node> nodes_;
   std::vector<Rank> ranks_;
   std::vector<uint16_t> holders_;  // distributed: how many node tiers hold each id
@@ -914,8 +934,9 @@ void CheckSimulatable(const Scenario& s) {
     const TierOptions& t = s.cache_tiers[i];
     if (t.kind == "distributed") continue;
     if (t.capacity == 0) {
-      throw SetupError(fmt::format("{} (variant {}): cache.tiers.{}.capacity: must be a positive size",
-                                   s.file, s.variant, i));
+      throw SetupError(
+          fmt::format("{} (variant {}): cache.tiers.{}.capacity: must be a positive size", s.file,
+                      s.variant, i));
     }
     if (t.kind == "disk" && t.read_bandwidth <= 0) {
       throw SetupError(fmt::format(
@@ -925,9 +946,9 @@ void CheckSimulatable(const Scenario& s) {
   }
   if (!s.cache_tiers.empty() && s.cache_tiers.back().kind == "distributed" &&
       s.cluster.network_bandwidth <= 0) {
-    throw SetupError(fmt::format(
-        "{} (variant {}): cluster.network_bandwidth: a distributed cache tier needs it", s.file,
-        s.variant));
+    throw SetupError(
+        fmt::format("{} (variant {}): cluster.network_bandwidth: a distributed cache tier needs it",
+                    s.file, s.variant));
   }
   if (s.loader.prefetch + 1 >= 4096 || s.loader.batch_size >= (1u << 20)) {
     throw SetupError(fmt::format(
@@ -936,17 +957,16 @@ void CheckSimulatable(const Scenario& s) {
         s.file, s.variant));
   }
   if (static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node > (1u << 24)) {
-    throw SetupError(fmt::format("{} (variant {}): cluster: at most 16777216 ranks", s.file,
-                                 s.variant));
+    throw SetupError(
+        fmt::format("{} (variant {}): cluster: at most 16777216 ranks", s.file, s.variant));
   }
 }
 
 MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& base, double target) {
   MaxAccelerators out;
   const uint64_t g = base.cluster.gpus_per_node;
-  const uint64_t samples_needed_per_rank =
-      static_cast<uint64_t>(base.loader.batch_size) *
-      std::max<uint64_t>(1, base.run.warmup_steps + 1);
+  const uint64_t samples_needed_per_rank = static_cast<uint64_t>(base.loader.batch_size) *
+                                           std::max<uint64_t>(1, base.run.warmup_steps + 1);
   std::map<uint32_t, double> seen;
   auto au_at = [&](uint32_t nodes) {
     if (auto it = seen.find(nodes); it != seen.end()) return it->second;

@@ -71,7 +71,7 @@ struct SimulationStats {
 };
 
 struct SimulationResult {
-  RunRecord record;     // as a real run's, merged over ranks
+  RunRecord record;       // as a real run's, merged over ranks
   AnalysisInputs inputs;  // for Analyze(): batch and workers summed over ranks
   SimulationStats stats;
 };
@@ -117,7 +117,7 @@ struct MaxAccelerators {
     uint64_t accelerators;
     double au;
   };
-  std::vector<Try> tried;  // in the order simulated
+  std::vector<Try> tried;           // in the order simulated
   bool limited_by_dataset = false;  // stopped where every rank would get under one batch
 };
 MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& scenario, double au);

@@ -48,8 +48,8 @@ TEST(Simulator, StorageBoundClustersMatchBandwidthOverDemand) {
     uint32_t nodes, gpus;
     double bandwidth;
   };
-  for (const Case c : {Case{4, 8, 512e6}, Case{16, 8, 1024e6}, Case{125, 8, 8000e6},
-                       Case{2, 4, 64e6}}) {
+  for (const Case c :
+       {Case{4, 8, 512e6}, Case{16, 8, 1024e6}, Case{125, 8, 8000e6}, Case{2, 4, 64e6}}) {
     const Scenario s = StorageBound(c.nodes, c.gpus, c.bandwidth);
     const VariantResult v = sim.RunVariant(s);
     const double demand = c.nodes * c.gpus * 32 * 100000 / 0.100;  // bytes/s
@@ -93,8 +93,9 @@ TEST(Simulator, DistributedTierServesTheUnionOfTheNodesCaches) {
   s.dataset.samples = 4 * 2 * 32 * 20;
   s.dataset.sample_size = 64 * 1024;
   const uint64_t quarter = s.dataset.samples / 4 * s.dataset.sample_size;
-  s.cache_tiers = {TierOptions{.kind = "memory", .capacity = quarter * 3 / 2, .policy = "fill-once"},
-                   TierOptions{.kind = "distributed"}};
+  s.cache_tiers = {
+      TierOptions{.kind = "memory", .capacity = quarter * 3 / 2, .policy = "fill-once"},
+      TierOptions{.kind = "distributed"}};
   s.cluster.network_bandwidth = 12.5e9;
   s.run.epochs = 3;
   Simulator sim(TestHost());

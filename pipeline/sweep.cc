@@ -128,7 +128,8 @@ nlohmann::json SweepFromCsv(const std::string& text, const std::string& source) 
     start = end + 1;
   }
   if (records.empty() || records[0].empty() || records[0][0] != kSweepFirstColumn) {
-    throw std::invalid_argument(source + ": not a stallscope sweep CSV (the first column is not "
+    throw std::invalid_argument(source +
+                                ": not a stallscope sweep CSV (the first column is not "
                                 "\"variant\")");
   }
   const std::vector<std::string>& header = records[0];

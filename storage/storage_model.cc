@@ -1,6 +1,7 @@
 #include "storage/storage_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 
@@ -8,55 +9,101 @@ namespace stallscope {
 
 StorageModel::StorageModel(const SimulatedStorageOptions& o, uint64_t seed,
                            uint64_t max_sample_bytes, double start)
-    : options_(o), start_(start), rng_(seed ^ 0x73696d73746f7265ULL) {
+    : options_(o), start_(start) {
+  // Seed the generator's state with splitmix64, as its authors recommend.
+  uint64_t x = seed ^ 0x73696d73746f7265ULL;
+  for (uint64_t& word : rng_) {
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    word = z ^ (z >> 31);
+  }
   if (o.latency_p50_seconds > 0) {
     // Lognormal: median = exp(mu); p99 = exp(mu + z99 * sigma), z99 = 2.326348.
-    const double mu = std::log(o.latency_p50_seconds);
-    const double sigma =
-        std::max(0.0, std::log(o.latency_p99_seconds / o.latency_p50_seconds) / 2.326348);
-    latency_ = std::lognormal_distribution<double>(mu, sigma);
+    mu_ = std::log(o.latency_p50_seconds);
+    sigma_ = std::max(0.0, std::log(o.latency_p99_seconds / o.latency_p50_seconds) / 2.326348);
     has_latency_ = true;
   }
   // Bucket depth: 1 ms of bandwidth, at least one largest sample, so a lone read after an
   // idle spell is not charged for the idle spell's unused tokens beyond a short burst.
   if (o.bandwidth_bytes_per_second > 0) {
-    bw_depth_ = std::max(o.bandwidth_bytes_per_second * 1e-3, static_cast<double>(max_sample_bytes));
+    bw_depth_ =
+        std::max(o.bandwidth_bytes_per_second * 1e-3, static_cast<double>(max_sample_bytes));
     bw_tokens_ = bw_depth_;
   }
   heap_.reserve(std::max<uint32_t>(o.max_inflight, 1) * 2);
 }
 
+uint64_t StorageModel::Next() {
+  const uint64_t result = std::rotl(rng_[1] * 5, 7) * 9;
+  const uint64_t t = rng_[1] << 17;
+  rng_[2] ^= rng_[0];
+  rng_[3] ^= rng_[1];
+  rng_[1] ^= rng_[2];
+  rng_[0] ^= rng_[3];
+  rng_[2] ^= t;
+  rng_[3] = std::rotl(rng_[3], 45);
+  return result;
+}
+
+double StorageModel::Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+double StorageModel::Normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_normal_;
+  }
+  // Marsaglia's polar method: two independent standard normals per accepted point.
+  double u, v, q;
+  do {
+    u = 2 * Uniform() - 1;
+    v = 2 * Uniform() - 1;
+    q = u * u + v * v;
+  } while (q >= 1 || q == 0);
+  const double f = std::sqrt(-2.0 * std::log(q) / q);
+  spare_normal_ = v * f;
+  has_spare_ = true;
+  return u * f;
+}
+
 void StorageModel::Submit(uint64_t token, uint64_t bytes, double now) {
-  Pending p;
-  p.token = token;
-  p.bytes = bytes;
-  waiting_.push_back(p);
+  uint32_t index;
+  if (free_.empty()) {
+    index = static_cast<uint32_t>(reads_.size());
+    reads_.emplace_back();
+  } else {
+    index = free_.back();
+    free_.pop_back();
+  }
+  reads_[index] = {token, bytes, kNone};
+  waiting_.push_back(index);
   Admit(now);
 }
 
 void StorageModel::Admit(double now) {
   while (inflight_ < std::max<uint32_t>(options_.max_inflight, 1) && !waiting_.empty()) {
-    Pending p = waiting_.front();
+    const uint32_t index = waiting_.front();
     waiting_.pop_front();
+    Read& r = reads_[index];
     ++inflight_;
     double t = now;
     if (options_.iops > 0) t = Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
-    if (has_latency_) t += latency_(rng_);
+    if (has_latency_) t += std::exp(mu_ + sigma_ * Normal());
     const auto& f = options_.faults;
     if (f.any()) {
-      const double u = uniform_(rng_);
+      const double u = Uniform();
       if (u < f.error_rate) {
-        p.fault = kError;
+        r.fault = kError;
       } else if (u < f.error_rate + f.timeout_rate) {
-        p.fault = kTimeout;
+        r.fault = kTimeout;
         t = now + f.timeout;
       } else if (u < f.error_rate + f.timeout_rate + f.truncate_rate) {
-        p.fault = kTruncate;
+        r.fault = kTruncate;
       }
-      if (f.spike_rate > 0 && uniform_(rng_) < f.spike_rate) t += f.spike;
+      if (f.spike_rate > 0 && Uniform() < f.spike_rate) t += f.spike;
     }
-    p.due = t;
-    Push(p);
+    Push(t, index);
   }
 }
 
@@ -80,40 +127,87 @@ double StorageModel::AfterStall(double t) const {
   return since < stall_end ? start_ + stall_end : t;
 }
 
-void StorageModel::Push(const Pending& p) {
-  heap_.push_back(p);
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+// The latency heap is 4-ary: half the depth of a binary heap, and a node's four children
+// share a cache line (16-byte entries).
+void StorageModel::Push(double due, uint32_t index) {
+  size_t i = heap_.size();
+  heap_.push_back({due, index});
+  while (i > 0) {
+    const size_t parent = (i - 1) / 4;
+    if (heap_[parent].due <= due) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = {due, index};
+}
+
+StorageModel::Pending StorageModel::PopMin() {
+  const Pending top = heap_.front();
+  const Pending last = heap_.back();
+  heap_.pop_back();
+  const size_t n = heap_.size();
+  if (n == 0) return top;
+  size_t i = 0;
+  while (true) {
+    const size_t first = 4 * i + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t end = std::min(first + 4, n);
+    for (size_t c = first + 1; c < end; ++c) {
+      if (heap_[c].due < heap_[best].due) best = c;
+    }
+    if (heap_[best].due >= last.due) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = last;
+  return top;
 }
 
 void StorageModel::Advance(double now, std::vector<Completion>& done) {
-  while (!heap_.empty() && heap_.front().due <= now) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    Pending p = heap_.back();
-    heap_.pop_back();
+  while (true) {
+    const bool from_heap =
+        !heap_.empty() && (flowing_.empty() || heap_.front().due <= flowing_.front().due);
+    Pending p;
+    if (from_heap) {
+      if (heap_.front().due > now) break;
+      p = PopMin();
+    } else {
+      if (flowing_.empty() || flowing_.front().due > now) break;
+      p = flowing_.front();
+      flowing_.pop_front();
+    }
     ++events_;
     if (const double resume = AfterStall(p.due); resume > p.due) {
-      p.due = resume;  // the whole storage is stalled: nothing completes until it ends
-      Push(p);
+      // The whole storage is stalled: nothing completes until it ends.
+      if (from_heap) {
+        Push(resume, p.index);
+      } else {
+        flowing_.push_front({resume, p.index});  // the ones behind it wait as long
+      }
       continue;
     }
-    if (p.fault == kError || p.fault == kTimeout) {
-      done.push_back({p.token, p.fault == kError ? -EIO : -ETIMEDOUT, p.due});
+    Read& r = reads_[p.index];
+    if (r.fault == kError || r.fault == kTimeout) {
+      done.push_back({r.token, r.fault == kError ? -EIO : -ETIMEDOUT, p.due});
+      free_.push_back(p.index);
       --inflight_;
       Admit(now);
       continue;
     }
-    if (!p.latency_done && options_.bandwidth_bytes_per_second > 0) {
+    if (from_heap && options_.bandwidth_bytes_per_second > 0) {
       // First byte has arrived; the rest flows at the bandwidth left in the bucket.
-      p.latency_done = true;
-      p.due = Take(bw_tokens_, static_cast<double>(p.bytes), options_.bandwidth_bytes_per_second,
-                   bw_depth_, bw_last_, p.due);
-      if (p.due > now) {
-        Push(p);
+      const double due = Take(bw_tokens_, static_cast<double>(r.bytes),
+                              options_.bandwidth_bytes_per_second, bw_depth_, bw_last_, p.due);
+      if (due > now || !flowing_.empty()) {
+        flowing_.push_back({due, p.index});
         continue;
       }
+      p.due = due;  // granted at once (nothing ahead of it): it completes now
     }
-    const uint64_t delivered = p.fault == kTruncate ? p.bytes / 2 : p.bytes;
-    done.push_back({p.token, static_cast<int64_t>(delivered), p.due});
+    const uint64_t delivered = r.fault == kTruncate ? r.bytes / 2 : r.bytes;
+    done.push_back({r.token, static_cast<int64_t>(delivered), p.due});
+    free_.push_back(p.index);
     --inflight_;
     Admit(now);
   }

@@ -23,10 +23,10 @@
 #ifndef STALLSCOPE_STORAGE_STORAGE_MODEL_H_
 #define STALLSCOPE_STORAGE_STORAGE_MODEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
-#include <random>
 #include <vector>
 
 namespace stallscope {
@@ -65,7 +65,11 @@ class StorageModel {
   // Queues a read of `bytes` at `now`; it starts at once if fewer than max_inflight are out.
   void Submit(uint64_t token, uint64_t bytes, double now);
   // The earliest time at which Advance() has something to do; kNever when idle.
-  double NextEventTime() const { return heap_.empty() ? kNever : heap_.front().due; }
+  double NextEventTime() const {
+    const double a = heap_.empty() ? kNever : heap_.front().due;
+    const double b = flowing_.empty() ? kNever : flowing_.front().due;
+    return a < b ? a : b;
+  }
   // Processes everything due at or before `now`, appending completed reads to `done` in
   // completion order.
   void Advance(double now, std::vector<Completion>& done);
@@ -77,19 +81,20 @@ class StorageModel {
 
  private:
   enum Fault : uint8_t { kNone = 0, kError, kTimeout, kTruncate };
-  struct Pending {
-    double due = 0;
+  // A read's state lives in reads_[index]; the heap holds only (due, index), 16 bytes, so a
+  // sift moves little memory (the simulator pushes and pops millions of these).
+  struct Read {
     uint64_t token = 0;
     uint64_t bytes = 0;
-    bool latency_done = false;
     Fault fault = kNone;
   };
-  struct Later {
-    bool operator()(const Pending& a, const Pending& b) const { return a.due > b.due; }
+  struct Pending {
+    double due = 0;
+    uint32_t index = 0;
   };
-
   void Admit(double now);
-  void Push(const Pending& p);
+  void Push(double due, uint32_t index);
+  Pending PopMin();
   // The end of the whole-storage stall that `t` falls in, or `t` when none does.
   double AfterStall(double t) const;
   // Token bucket with debt: refills at `rate` up to `depth`; taking more than is there leaves
@@ -101,13 +106,25 @@ class StorageModel {
   const SimulatedStorageOptions options_;
   const double start_;
   bool has_latency_ = false;
-  std::lognormal_distribution<double> latency_;
+  double mu_ = 0, sigma_ = 0;  // of the latency's logarithm
   double bw_depth_ = 0;
 
-  std::mt19937_64 rng_;
-  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
-  std::deque<Pending> waiting_;
-  std::vector<Pending> heap_;  // min-heap on `due`
+  // xoshiro256** (Blackman & Vigna): a few instructions per draw, where mt19937_64 and
+  // std::lognormal_distribution cost ~100 per read (the simulator draws one per read).
+  uint64_t rng_[4] = {};
+  double spare_normal_ = 0;  // Box–Muller makes two normals; the second waits here
+  bool has_spare_ = false;
+  uint64_t Next();
+  double Uniform();          // [0, 1)
+  double Normal();           // standard
+  std::vector<Read> reads_;  // by index; free ones listed in free_
+  std::vector<uint32_t> free_;
+  std::deque<uint32_t> waiting_;  // indexes of reads queued behind max_inflight
+  std::vector<Pending> heap_;     // 4-ary min-heap on `due`: reads in their latency (or fault)
+  // Reads whose bytes flow through the bandwidth bucket. The bucket serves them in the order
+  // their latency ended and its grant times never decrease (a FIFO server), so a queue
+  // ordered by arrival is also ordered by `due`: no heap needed.
+  std::deque<Pending> flowing_;
   uint32_t inflight_ = 0;
   double bw_tokens_ = 0, bw_last_ = 0;
   double iops_tokens_ = 1.0, iops_last_ = 0;

@@ -151,8 +151,8 @@ class SimulatedStorage::Engine {
       const Request r = slab_[c.token];
       free_.push_back(c.token);
       if (c.result > 0) {
-        FillContent(owner_->Key(r.request.sample),
-                    {r.request.dst, static_cast<size_t>(c.result)}, owner_->Label(r.request.sample));
+        FillContent(owner_->Key(r.request.sample), {r.request.dst, static_cast<size_t>(c.result)},
+                    owner_->Label(r.request.sample));
       }
       r.callback->OnReadComplete(r.request, c.result);
     }

@@ -91,12 +91,12 @@ TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
   }
   // Prefetch on storage that is both slow and bursty.
   for (const char* p : {"0", "3", "6"}) {
-    Validate({dir + "/policy_compare.yaml",
-              {ParseSetArgument(std::string("loader.prefetch=") + p),
-               ParseSetArgument("run.epochs=1")},
-              std::string("prefetch ") + p,
-              "lru"},
-             SharedSimulator());
+    Validate(
+        {dir + "/policy_compare.yaml",
+         {ParseSetArgument(std::string("loader.prefetch=") + p), ParseSetArgument("run.epochs=1")},
+         std::string("prefetch ") + p,
+         "lru"},
+        SharedSimulator());
   }
   // Workers against 3 ms of CPU work per sample (the GPU wants 800 samples/s).
   for (const char* w : {"1", "2", "3"}) {

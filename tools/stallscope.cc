@@ -176,7 +176,7 @@ struct ObservabilityOptions {
 // `simulate`: the same variants on a simulated clock (pipeline/simulator.h).
 struct SimulateOptions {
   bool enabled = false;
-  bool against_run = false;  // also run each variant for real and compare idle fractions
+  bool against_run = false;       // also run each variant for real and compare idle fractions
   bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
   double au = 0.9;
 };
@@ -214,9 +214,10 @@ int MaxAcceleratorsCommand(const std::vector<Scenario>& scenarios, double target
       out += fmt::format("no cluster size keeps AU >= {:.0f}% (one node: AU {:.1f}%)\n",
                          target * 100, m.tried.empty() ? 0.0 : m.tried.front().au * 100);
     } else {
-      out += fmt::format("at most {} accelerators ({} nodes x {}) keep AU >= {:.0f}% (AU {:.1f}%){}\n",
-                         m.accelerators, m.nodes, s.cluster.gpus_per_node, target * 100, m.au * 100,
-                         m.limited_by_dataset ? "; the dataset is too small to try more" : "");
+      out +=
+          fmt::format("at most {} accelerators ({} nodes x {}) keep AU >= {:.0f}% (AU {:.1f}%){}\n",
+                      m.accelerators, m.nodes, s.cluster.gpus_per_node, target * 100, m.au * 100,
+                      m.limited_by_dataset ? "; the dataset is too small to try more" : "");
     }
     nlohmann::json tried = nlohmann::json::array();
     for (const auto& t : m.tried) {
@@ -534,9 +535,9 @@ int Sweep(const std::string& path, std::vector<std::string> variants,
   std::string table = fmt::format("{:<48} {:>9} {:>9} {:>11}  {}\n", "variant and point",
                                   "GPU idle", "AU", "samples/s", "bottleneck");
   for (const VariantResult& v : named) {
-    table += fmt::format("{:<48} {:>8.1f}% {:>8.1f}% {:>11.0f}  {}\n", v.name,
-                         v.gpu_idle_fraction * 100, v.au * 100, v.samples_per_second,
-                         v.bottleneck_stage);
+    table +=
+        fmt::format("{:<48} {:>8.1f}% {:>8.1f}% {:>11.0f}  {}\n", v.name, v.gpu_idle_fraction * 100,
+                    v.au * 100, v.samples_per_second, v.bottleneck_stage);
   }
   std::cout << "\n" << table << std::flush;
   if (!quiet) std::fprintf(stderr, "wrote %s\n", csv_path.c_str());
@@ -952,9 +953,10 @@ int Main(int argc, char** argv) {
       "Run (or --simulate) a scenario at every point of a grid of key values; writes a CSV "
       "that `stallscope report` draws");
   sweep->add_option("SCENARIO", sweep_path, "Scenario file")->required();
-  sweep->add_option("--grid", sweep_grids,
-                    "KEY=V1,V2,... (repeatable; the product of all grids is swept), e.g. "
-                    "--grid loader.prefetch=0,2,8 --grid cache.tiers.0.capacity=1GiB,4GiB")
+  sweep
+      ->add_option("--grid", sweep_grids,
+                   "KEY=V1,V2,... (repeatable; the product of all grids is swept), e.g. "
+                   "--grid loader.prefetch=0,2,8 --grid cache.tiers.0.capacity=1GiB,4GiB")
       ->required();
   sweep->add_flag("--simulate", sweep_simulate, "Simulate every point instead of running it");
   sweep->add_option("--csv", sweep_csv, "CSV file to write (default: SCENARIO-NAME-sweep.csv)");
@@ -1027,9 +1029,10 @@ int Main(int argc, char** argv) {
   std::string report_output = "report.html";
   auto* report = app.add_subcommand(
       "report", "Render result documents (run --json) as one self-contained HTML page");
-  report->add_option("RESULT", report_inputs,
-                     "Result JSON files (run/simulate --json), compared side by side, and sweep "
-                     "CSVs (sweep --csv), drawn as GPU idle against the first grid key")
+  report
+      ->add_option("RESULT", report_inputs,
+                   "Result JSON files (run/simulate --json), compared side by side, and sweep "
+                   "CSVs (sweep --csv), drawn as GPU idle against the first grid key")
       ->required();
   report->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
   report->add_flag("--quiet", quiet, "Print nothing on success");
