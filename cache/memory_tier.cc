@@ -28,6 +28,10 @@ MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t nu
       throw CacheError(fmt::format("cannot reserve {} bytes for a memory tier", arena_bytes_));
     }
     arena_ = static_cast<std::byte*>(p);
+    // Transparent huge pages where the kernel offers them: the arena fills in 2 MiB faults
+    // instead of 4 KiB ones (on a VM a 4 KiB first-touch fault can cost ~15 us, which capped
+    // a filling tier at ~250 MB/s). Advisory: without THP nothing changes.
+    madvise(p, arena_bytes_, MADV_HUGEPAGE);
   }
   first_block_ = std::make_unique<std::atomic<uint32_t>[]>(num_ids);
   for (uint64_t i = 0; i < num_ids; ++i) first_block_[i].store(kNoBlock, std::memory_order_relaxed);

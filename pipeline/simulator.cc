@@ -1,6 +1,7 @@
 #include "pipeline/simulator.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -62,6 +63,8 @@ HostModel HostModel::Measure(uint64_t sample_bytes) {
   const double normalize = TimePerCall([&] { NormalizeBytes(raw.data(), n, floats.data()); }, 0.03);
   const double verify = TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.03);
   const double copy_s = TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.02);
+  const double fill = TimePerCall([&] { FillContent(key, copy, 7); }, 0.02);
+  h.receive_bytes_per_second = n / fill;
   // The calibrated CPU work of loader.preprocess.cost, as it runs: how long 1 ms takes.
   const CpuBurner& burner = CpuBurner::Get();
   volatile uint64_t sink = 0;
@@ -74,6 +77,23 @@ HostModel HostModel::Measure(uint64_t sample_bytes) {
   }
   std::nth_element(burns.begin(), burns.begin() + 20, burns.end());
   h.burn_seconds_per_second = burns[20] / 1e-3;
+  // Copies into never-touched memory (a RAM tier filling its arena): page faults included.
+  {
+    const uint64_t region = 64ULL << 20;
+    std::vector<double> rates;
+    for (int i = 0; i < 3; ++i) {
+      void* p = mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) break;
+      madvise(p, region, MADV_HUGEPAGE);  // as the RAM tier's arena (cache/memory_tier.cc)
+      auto* dst = static_cast<std::byte*>(p);
+      const double t0 = WallSeconds();
+      for (uint64_t off = 0; off + n <= region; off += n) std::memcpy(dst + off, raw.data(), n);
+      rates.push_back(static_cast<double>(region / n * n) / (WallSeconds() - t0));
+      munmap(p, region);
+    }
+    std::sort(rates.begin(), rates.end());
+    h.fresh_write_bytes_per_second = rates.empty() ? 1e9 : rates[rates.size() / 2];
+  }
   h.normalize_bytes_per_second = n / normalize;
   h.verify_bytes_per_second = n / verify;
   h.memcpy_bytes_per_second = n / copy_s;
@@ -210,7 +230,7 @@ class Simulator::Run_ {
   }
 
  private:
-  enum Kind : uint32_t { kModel, kLookupsDone, kChunkDone, kCopyDone, kStepEnd, kRetry };
+  enum Kind : uint32_t { kModel, kLookupsDone, kChunkDone, kCopyDone, kStepEnd, kRetry, kReceived };
   struct Event {
     double t;
     uint64_t seq;
@@ -260,7 +280,8 @@ class Simulator::Run_ {
     uint32_t free_cores = 0;
     std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
     int disk_model = -1, nic_model = -1;
-    uint32_t next_rank = 0;  // round-robin start when a core frees
+    uint32_t next_rank = 0;    // round-robin start when a core frees
+    double receiver_free = 0;  // when the receiving thread is done with what it has
   };
 
   void Push(double t, Kind kind, uint32_t a, uint64_t b) { queue_.push({t, seq_++, kind, a, b}); }
@@ -462,6 +483,9 @@ class Simulator::Run_ {
       case kStepEnd:
         OnStepEnd(e.b, e.t);
         return;
+      case kReceived:
+        Received(e.a, static_cast<int>((e.b >> 20) & 0xfff), e.t);
+        return;
       case kRetry: {
         const uint64_t token = e.b;
         const uint32_t r = static_cast<uint32_t>(token >> 32);
@@ -544,7 +568,8 @@ class Simulator::Run_ {
       if (found < 0 && memory_storage_) {
         // MemoryStorage copies inside Submit, on the fetcher's thread.
         copy_seconds += sizes_[id] / sim_.host_.memcpy_bytes_per_second;
-        AdmitLocal(r, id, slot.access[i], local);
+        copy_seconds +=
+            AdmitLocal(r, id, slot.access[i], local) / sim_.host_.fresh_write_bytes_per_second;
         part.storage_bytes += sizes_[id];
         part.storage_reads++;
         continue;
@@ -595,13 +620,16 @@ class Simulator::Run_ {
     const uint64_t id = slot.ids[i];
     BatchRecord& part = records_[slot.batch];
     const uint64_t bytes = sizes_[id];
-    if (tier >= 0) {  // a cache tier's read (disk or a peer): never fails here
+    uint64_t admitted = 0;  // bytes copied into RAM tiers
+    if (tier >= 0) {        // a cache tier's read (disk or a peer): never fails here
       part.cache_hits[tier]++;
       part.cache_bytes[tier] += bytes;
-      if (tier_kind_[tier] == kDisk) AdmitLocal(r, id, slot.access[i], tier);  // promote
+      if (tier_kind_[tier] == kDisk) {
+        admitted = AdmitLocal(r, id, slot.access[i], tier);  // promote
+      }
     } else if (c.result >= 0 && static_cast<uint64_t>(c.result) == bytes) {
       part.storage_bytes += bytes;
-      AdmitLocal(r, id, slot.access[i], nodes_[rk.node].tiers.size());
+      admitted = AdmitLocal(r, id, slot.access[i], nodes_[rk.node].tiers.size());
     } else {
       read_errors_++;
       const std::string& on_error = s_.loader.on_error;
@@ -627,15 +655,35 @@ class Simulator::Run_ {
         return;
       }
     }
-    if (--slot.pending == 0) FetchDone(r, sl, c.time);
+    // Completions are handed over one at a time on the node's receiving thread (the storage's
+    // completion thread in a real run): it lands the bytes (receive_bytes_per_second) and
+    // copies admitted ones into the RAM tier (fresh arena pages, so at the first-touch rate).
+    // Later completions wait behind it.
+    Node& node = nodes_[rk.node];
+    double cost = admitted / sim_.host_.fresh_write_bytes_per_second;
+    if (tier < 0 && c.result > 0) cost += c.result / sim_.host_.receive_bytes_per_second;
+    const double received = std::max(c.time, node.receiver_free) + cost;
+    node.receiver_free = received;
+    if (received > c.time) {
+      Push(received, kReceived, r, c.token);
+      return;
+    }
+    Received(r, sl, c.time);
+  }
+
+  void Received(uint32_t r, int sl, double t) {
+    if (--ranks_[r].slots[sl].pending == 0) FetchDone(r, sl, t);
   }
 
   // Offers a sample to the node's tiers [0, upto), keeping the distributed index.
-  void AdmitLocal(uint32_t r, uint64_t id, uint64_t access, size_t upto) {
+  // Returns the bytes admitted into RAM tiers.
+  uint64_t AdmitLocal(uint32_t r, uint64_t id, uint64_t access, size_t upto) {
     Node& node = nodes_[ranks_[r].node];
+    uint64_t copied = 0;
     for (size_t k = 0; k < upto && k < node.tiers.size(); ++k) {
       evicted_.clear();
       const bool in = node.tiers[k].Admit(id, sizes_[id], access, evicted_);
+      if (in && tier_kind_[k] == kMemory) copied += sizes_[id];
       if (!distributed_) continue;
       if (in) {
         holders_[id]++;
@@ -643,6 +691,7 @@ class Simulator::Run_ {
       }
       for (uint64_t v : evicted_) holders_[v]--;
     }
+    return copied;
   }
 
   void FetchDone(uint32_t r, int sl, double t) {
@@ -921,6 +970,16 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats) {
   v.gpus = r.stats.ranks;
   v.gpu_hour_cost = s.gpu_hour_cost;
   return v;
+}
+
+Scenario OnThisHost(Scenario s) {
+  s.cluster.nodes = 1;
+  s.cluster.gpus_per_node = 1;
+  s.gpu.device = "emulated";
+  if (!s.cache_tiers.empty() && s.cache_tiers.back().kind == "distributed") {
+    s.cache_tiers.pop_back();
+  }
+  return s;
 }
 
 void CheckSimulatable(const Scenario& s) {

@@ -50,11 +50,15 @@ namespace stallscope {
 
 // What CPU work costs on this host (measured by Measure(), or set by a test).
 struct HostModel {
-  uint32_t cores = 1;                     // std::thread::hardware_concurrency()
-  double normalize_bytes_per_second = 0;  // NormalizeBytes: input bytes per second
-  double verify_bytes_per_second = 0;     // Storage::Verify on synthetic content
-  double memcpy_bytes_per_second = 0;     // a RAM-tier hit's copy; the emulated device's copy
-  double burn_seconds_per_second = 1;     // what 1 s of loader.preprocess.cost takes
+  uint32_t cores = 1;                       // std::thread::hardware_concurrency()
+  double normalize_bytes_per_second = 0;    // NormalizeBytes: input bytes per second
+  double verify_bytes_per_second = 0;       // Storage::Verify on synthetic content
+  double memcpy_bytes_per_second = 0;       // a RAM-tier hit's copy; the emulated device's copy
+  double burn_seconds_per_second = 1;       // what 1 s of loader.preprocess.cost takes
+  double fresh_write_bytes_per_second = 0;  // copying into never-touched memory (a RAM tier)
+  // Landing a storage read's bytes on the receiving thread (the simulated storage generates
+  // them there; a real network or disk path copies them): bytes per second.
+  double receive_bytes_per_second = 0;
   // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
   static HostModel Measure(uint64_t sample_bytes);
 };
@@ -100,6 +104,10 @@ class Simulator {
   // Disk tiers' policies by "path|dataset|node", kept between variants.
   std::map<std::string, std::unique_ptr<EvictionPolicy>> disks_;
 };
+
+// The scenario as a real run on this host can measure it, for validating the simulator: one
+// node with one GPU, on the emulated device, without the distributed tier (no peers).
+Scenario OnThisHost(Scenario scenario);
 
 // Throws SetupError (exit 2) for a scenario the simulator cannot run, naming the key.
 void CheckSimulatable(const Scenario& scenario);

@@ -246,7 +246,14 @@ int MaxAcceleratorsCommand(const std::vector<Scenario>& scenarios, double target
 // side. The simulator's claim is that the idle fractions agree within 3 percentage points.
 int AgainstRunCommand(std::vector<Scenario> scenarios, const std::string& json_path, bool quiet) {
   constexpr double kTolerance = 0.03;
-  for (Scenario& s : scenarios) s.gpu.device = "emulated";
+  for (Scenario& s : scenarios) {
+    if (s.cluster.nodes * s.cluster.gpus_per_node > 1 && !quiet) {
+      std::fprintf(
+          stderr, "%s: a real run measures one GPU on this host: compared at 1 x 1 (not %u x %u)\n",
+          s.variant.c_str(), s.cluster.nodes, s.cluster.gpus_per_node);
+    }
+    s = OnThisHost(std::move(s));
+  }
   for (const Scenario& s : scenarios) CheckRunnable(s);
   Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
   nlohmann::json rows = nlohmann::json::array();
@@ -316,9 +323,11 @@ int Run(const std::string& path, std::vector<std::string> variants,
       const HostModel& h = simulator->host();
       std::fprintf(stderr,
                    "host model (measured here): %u cores, normalize %.0f MB/s, verify %.0f MB/s, "
-                   "memcpy %.0f MB/s per core; preprocess.cost runs at %.3fx\n",
+                   "memcpy %.0f MB/s (into fresh pages %.0f MB/s), receive %.0f MB/s per core; "
+                   "preprocess.cost runs at %.3fx\n",
                    h.cores, h.normalize_bytes_per_second / 1e6, h.verify_bytes_per_second / 1e6,
-                   h.memcpy_bytes_per_second / 1e6, h.burn_seconds_per_second);
+                   h.memcpy_bytes_per_second / 1e6, h.fresh_write_bytes_per_second / 1e6,
+                   h.receive_bytes_per_second / 1e6, h.burn_seconds_per_second);
     }
   }
   std::ofstream json_out, trace_out;
