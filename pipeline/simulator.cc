@@ -77,6 +77,31 @@ HostModel HostModel::Measure(uint64_t sample_bytes) {
   }
   std::nth_element(burns.begin(), burns.begin() + 20, burns.end());
   h.burn_seconds_per_second = burns[20] / 1e-3;
+  // The same with every core burning at once: virtual cores that share a physical one (or a
+  // busy host) run slower together than alone.
+  if (h.cores > 1) {
+    std::vector<double> each(h.cores, 0);
+    std::vector<std::thread> threads;
+    for (uint32_t c = 0; c < h.cores; ++c) {
+      threads.emplace_back([&burner, &each, c] {
+        std::vector<double> mine;
+        volatile uint64_t local = 0;
+        for (int i = 0; i < 21; ++i) {
+          const double t0 = WallSeconds();
+          local = local + burner.Burn(1e-3, 100 + i);
+          mine.push_back(WallSeconds() - t0);
+        }
+        std::nth_element(mine.begin(), mine.begin() + 10, mine.end());
+        each[c] = mine[10];
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::sort(each.begin(), each.end());
+    h.burn_all_cores_seconds_per_second =
+        std::max(h.burn_seconds_per_second, each[each.size() / 2] / 1e-3);
+  } else {
+    h.burn_all_cores_seconds_per_second = h.burn_seconds_per_second;
+  }
   // Copies into never-touched memory (a RAM tier filling its arena): page faults included.
   {
     const uint64_t region = 64ULL << 20;
@@ -371,6 +396,7 @@ class Simulator::Run_ {
     }
     const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
     const uint32_t cores = c.cpus_per_node > 0 ? c.cpus_per_node : sim_.host_.cores;
+    cores_ = cores;
     nodes_.resize(c.nodes);
     for (uint32_t k = 0; k < c.nodes; ++k) {
       Node& node = nodes_[k];
@@ -707,11 +733,12 @@ class Simulator::Run_ {
     DispatchWorkers(rk.node, t);
   }
 
-  // CPU seconds of preprocessing sample i of a slot.
-  double SampleCost(const Slot& slot, uint32_t i) const {
+  // CPU seconds of preprocessing sample i of a slot; `slowdown` is the calibrated work's
+  // speed with the node's cores as busy as they are now.
+  double SampleCost(const Slot& slot, uint32_t i, double slowdown) const {
     if (slot.dropped[i]) return 0;
     const double bytes = static_cast<double>(sizes_[slot.ids[i]]);
-    double c = s_.loader.preprocess_cost * sim_.host_.burn_seconds_per_second;
+    double c = s_.loader.preprocess_cost * slowdown;
     if (verify_) c += bytes / sim_.host_.verify_bytes_per_second;
     if (normalize_) c += bytes / sim_.host_.normalize_bytes_per_second;
     return c;
@@ -739,8 +766,15 @@ class Simulator::Run_ {
       const uint32_t per = (slot.count + chunks_ - 1) / chunks_;
       const uint32_t begin = std::min(slot.count, chunk * per);
       const uint32_t end = std::min(slot.count, begin + per);
+      // Between the one-core and all-cores speeds, by how many cores are busy with this one.
+      const HostModel& h = sim_.host_;
+      const double busy = static_cast<double>(cores_ - node.free_cores + 1);
+      const double share = cores_ > 1 ? std::min(1.0, (busy - 1) / (cores_ - 1)) : 0.0;
+      const double slowdown =
+          h.burn_seconds_per_second +
+          share * (h.burn_all_cores_seconds_per_second - h.burn_seconds_per_second);
       double cost = 0;
-      for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i);
+      for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i, slowdown);
       worker_busy_ += cost;
       rk.idle_workers--;
       node.free_cores--;
@@ -926,6 +960,7 @@ class Simulator::Run_ {
   bool memory_storage_ = false, distributed_ = false;
   uint64_t raw_stride_ = 0, staged_stride_ = 0;
   uint32_t chunks_ = 1;
+  uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
   std::string device_name_;
   std::unique_ptr<Sampler> sampler_;

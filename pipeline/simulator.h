@@ -55,6 +55,7 @@ struct HostModel {
   double verify_bytes_per_second = 0;       // Storage::Verify on synthetic content
   double memcpy_bytes_per_second = 0;       // a RAM-tier hit's copy; the emulated device's copy
   double burn_seconds_per_second = 1;       // what 1 s of loader.preprocess.cost takes
+  double burn_all_cores_seconds_per_second = 1;  // the same with every core busy
   double fresh_write_bytes_per_second = 0;  // copying into never-touched memory (a RAM tier)
   // Landing a storage read's bytes on the receiving thread (the simulated storage generates
   // them there; a real network or disk path copies them): bytes per second.
