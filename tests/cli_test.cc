@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -621,6 +622,98 @@ TEST_F(Cli, ShippedScenariosValidate) {
     EXPECT_EQ(r.code, 0) << e.path() << ": " << r.err;
   }
   EXPECT_GE(seen, 4);
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+TEST_F(Cli, SimulatePrintsTheSameTableAndWritesModeSimulate) {
+  const std::string s = Write("small.yaml", std::string(kSmall) + "cost: {gpu_hour: 2.5}\n");
+  const std::string json = (dir_.path() / "sim.json").string();
+  const Result r = Stallscope("simulate " + s + " --quiet --json " + json +
+                              " --set cluster.nodes=4 --set cluster.gpus_per_node=2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* row : {"GPU idle", "AU", "stall fetch (s)", "bottleneck", "GPUs",
+                          "idle $ per 1000 GPU-h", "idle $ per day", "saves $ per day vs first"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row;
+  }
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["mode"], "simulate");
+  ASSERT_EQ(doc["variants"].size(), 2u);
+  const auto& v = doc["variants"][0];
+  EXPECT_EQ(v["gpus"], 8);
+  // 256 samples over 8 ranks: 32 each, two batches of 16.
+  EXPECT_EQ(v["samples_delivered"], 256);
+  EXPECT_DOUBLE_EQ(v["cost"]["gpu_hour"].get<double>(), 2.5);
+  EXPECT_NEAR(v["cost"]["idle_per_day"].get<double>(),
+              v["gpu_idle_fraction"].get<double>() * 8 * 24 * 2.5, 1e-9);
+  EXPECT_TRUE(doc["variants"][1]["cost"].contains("saves_per_day_vs_first"));
+}
+
+TEST_F(Cli, SimulateRefusesBadClusters) {
+  const std::string s = Write("small.yaml", kSmall);
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.nodes=0"), "cluster.nodes");
+  ExpectBadInput(
+      Stallscope("simulate " + s + " --set 'cache.tiers=[{kind: memory, capacity: 1MiB}, " +
+                 "{kind: distributed}]' --set cluster.nodes=2"),
+      "cluster.network_bandwidth");
+  // A real run measures this host: a cluster, or a distributed tier, is for the simulator.
+  ExpectBadInput(Stallscope("run " + s + " --set cluster.nodes=2"), "stallscope simulate");
+}
+
+TEST_F(Cli, SweepWritesACsvThatTheReportDraws) {
+  const std::string s = Write("small.yaml", kSmall);
+  const std::string csv = (dir_.path() / "sweep.csv").string();
+  const Result r = Stallscope("sweep " + s + " --variant a --simulate --quiet --csv " + csv +
+                              " --grid loader.prefetch=0,2 --grid storage.bandwidth=10MB/s,1GB/s");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u);  // header + 2 x 2 points
+  EXPECT_EQ(
+      lines[0].rfind("variant,loader.prefetch,storage.bandwidth,mode,gpus,gpu_idle_fraction", 0),
+      0u)
+      << lines[0];
+  EXPECT_EQ(lines[1].rfind("a,0,10MB/s,simulate,1,", 0), 0u) << lines[1];
+  // Slower storage starves the GPU more: the CSV carries what was measured.
+  auto idle = [](const std::string& line) {
+    std::stringstream ss(line);
+    std::string f;
+    for (int i = 0; i < 6; ++i) std::getline(ss, f, ',');
+    return std::stod(f);
+  };
+  EXPECT_GT(idle(lines[1]), idle(lines[2]));
+  const std::string html = (dir_.path() / "sweep.html").string();
+  const Result rep = Stallscope("report " + csv + " -o " + html + " --quiet");
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::ifstream h(html);
+  const std::string page{std::istreambuf_iterator<char>(h), {}};
+  EXPECT_NE(page.find("Sweep:"), std::string::npos);
+  EXPECT_NE(page.find("class=\"series\""), std::string::npos);
+  EXPECT_NE(page.find("loader.prefetch"), std::string::npos);
+}
+
+TEST_F(Cli, SweepRefusesAGridKeyThatDoesNotExist) {
+  const std::string s = Write("small.yaml", kSmall);
+  ExpectBadInput(Stallscope("sweep " + s + " --simulate --grid loader.prefetchh=0,2"),
+                 "loader.prefetchh: unknown key");
+  ExpectBadInput(Stallscope("sweep " + s + " --simulate --grid loader.prefetch"),
+                 "expected KEY=V1,V2");
+}
+
+TEST_F(Cli, MaxAcceleratorsSearchesTheClusterSize) {
+  // Per GPU: 16 x 4 KiB / 2 ms = 32.8 MB/s; 100 MB/s at AU >= 0.9 feeds 3 GPUs (1 per node).
+  const std::string s = Write("big.yaml", std::string(kSmall) + "cluster: {gpus_per_node: 1}\n");
+  const Result r = Stallscope("simulate " + s +
+                              " --quiet --variant a --max-accelerators --au 0.9 "
+                              "--set dataset.samples=200000 --set run.max_steps=40");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("at most 3 accelerators (3 nodes x 1)"), std::string::npos) << r.out;
 }
 
 }  // namespace
