@@ -9,7 +9,7 @@
 
 namespace stallscope {
 
-void CheckRunnable(const Scenario& s) {
+void CheckFaults(const Scenario& s) {
   const auto& f = s.storage.faults;
   const bool faults = f.error_rate > 0 || f.timeout_rate > 0 || f.truncate_rate > 0 ||
                       f.spike_rate > 0 || (f.stall_every > 0 && f.stall_for > 0);
@@ -24,6 +24,10 @@ void CheckRunnable(const Scenario& s) {
         "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1", s.file,
         f.error_rate + f.timeout_rate + f.truncate_rate));
   }
+}
+
+void CheckRunnable(const Scenario& s) {
+  CheckFaults(s);
   if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
     throw SetupError(fmt::format(
         "{}: cluster: {} nodes x {} GPUs can only be simulated (`stallscope simulate`, the "

@@ -44,6 +44,10 @@ struct RunHooks {
   std::function<void(const RunRecord&, const std::vector<std::string>& tier_names)> on_record;
 };
 
+// Throws SetupError for storage.faults on a storage that cannot inject them, or rates that
+// add up to more than 1 (run and simulate alike).
+void CheckFaults(const Scenario& scenario);
+
 // Throws SetupError for scenario features this build does not run yet.
 // (Cache set-up problems throw CacheError, which also means exit code 2.)
 void CheckRunnable(const Scenario& scenario);

@@ -147,6 +147,7 @@ class SimTier {
       block_ = kDiskBlock;
       if (persistent) {
         shards_.push_back(persistent);
+        evictions_at_start_ = persistent->evictions();  // a real tier's count starts at open
       } else {
         owned_.push_back(EvictionPolicy::Make(o.policy, o.capacity, num_ids, oracle));
         shards_.push_back(owned_.back().get());
@@ -193,10 +194,15 @@ class SimTier {
       s.evictions += p->evictions();
       s.bytes_held += p->used_bytes();
     }
+    s.evictions -= evictions_at_start_;
     return s;
   }
-  // Evictions since the tier was built (a persistent disk policy counts from its first use).
-  uint64_t evictions() const { return Stats().evictions; }
+  // Evictions since the tier was built.
+  uint64_t evictions() const {
+    uint64_t e = 0;
+    for (const EvictionPolicy* p : shards_) e += p->evictions();
+    return e - evictions_at_start_;
+  }
 
  private:
   EvictionPolicy* Shard(uint64_t id) const { return shards_[id & ((1u << shift_) - 1)]; }
@@ -210,6 +216,7 @@ class SimTier {
   std::vector<EvictionPolicy*> shards_;
   std::vector<uint64_t> scratch_;
   uint64_t hits_ = 0, misses_ = 0;
+  uint64_t evictions_at_start_ = 0;
 };
 
 // One simulation: built per Run().
@@ -288,7 +295,6 @@ class Simulator::Run_ {
   };
   struct Rank {
     uint32_t node = 0;
-    uint32_t index_in_node = 0;
     std::vector<Slot> slots;
     std::vector<int> free_slots;
     std::vector<int> slot_of_batch;
@@ -300,13 +306,13 @@ class Simulator::Run_ {
     uint64_t next_copy = 0;
     bool copy_busy = false;
     double copy_started = 0;
+    double receiver_free = 0;  // when its receiving thread is done with what it has
   };
   struct Node {
     uint32_t free_cores = 0;
     std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
     int disk_model = -1, nic_model = -1;
-    uint32_t next_rank = 0;    // round-robin start when a core frees
-    double receiver_free = 0;  // when the receiving thread is done with what it has
+    uint32_t next_rank = 0;  // round-robin start when a core frees
   };
 
   void Push(double t, Kind kind, uint32_t a, uint64_t b) { queue_.push({t, seq_++, kind, a, b}); }
@@ -349,10 +355,6 @@ class Simulator::Run_ {
           "{}: run.warmup_steps: the run has {} step(s) and the first {} are warm-up, so nothing "
           "would be measured; lower run.warmup_steps or raise run.epochs / dataset.samples",
           s_.file, total_, s_.run.warmup_steps));
-    }
-    if (s_.loader.prefetch + 1 >= 4096 || batch >= (1u << 20)) {
-      throw SetupError(s_.file +
-                       ": loader: the simulator takes prefetch < 4095 and batch_size < 2^20");
     }
     sampler_ = std::make_unique<Sampler>(n_, s_.seed);
     oracle_ = std::make_unique<EpochOrderOracle>(
@@ -405,7 +407,8 @@ class Simulator::Run_ {
       for (size_t t = 0; t < local_tiers; ++t) {
         const TierOptions& o = s_.cache_tiers[t];
         EvictionPolicy* persistent = nullptr;
-        if (o.kind == "disk" && o.policy != "belady") {
+        // (Not beside a distributed tier: its index of which node holds what starts empty.)
+        if (o.kind == "disk" && o.policy != "belady" && !distributed_) {
           // A disk tier outlives the variant (a warm restart), unless it is cleared.
           const std::string key = fmt::format("{}|{}|{}|{}|{}", o.path, s_.seed, n_, max_bytes_, k);
           auto& p = sim_.disks_[key];
@@ -437,14 +440,12 @@ class Simulator::Run_ {
     }
     if (distributed_) {
       holders_.assign(n_, 0);
-      owner_.assign(n_, 0);
     }
     // Ranks.
     ranks_.resize(R);
     for (uint32_t r = 0; r < R; ++r) {
       Rank& rk = ranks_[r];
       rk.node = r / c.gpus_per_node;
-      rk.index_in_node = r % c.gpus_per_node;
       rk.slots.resize(s_.loader.prefetch + 1);
       for (int sl = static_cast<int>(rk.slots.size()) - 1; sl >= 0; --sl) {
         Slot& slot = rk.slots[sl];
@@ -464,6 +465,7 @@ class Simulator::Run_ {
     records_.assign(total_, BatchRecord{});
     copied_count_.assign(total_, 0);
     epoch_snapshots_.assign(s_.run.epochs + 1, {});
+    snapshot_taken_.assign(s_.run.epochs + 1, 0);
   }
 
   const std::vector<uint64_t>& Order(uint64_t epoch) {
@@ -546,7 +548,10 @@ class Simulator::Run_ {
     const uint32_t batch = s_.loader.batch_size;
     const uint64_t first = (b % batches_per_epoch_) * batch;
     const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(batch, per_rank_ - first));
-    if (epoch_snapshots_[epoch].empty()) epoch_snapshots_[epoch] = Evictions();
+    if (!snapshot_taken_[epoch]) {
+      snapshot_taken_[epoch] = 1;
+      epoch_snapshots_[epoch] = Evictions();
+    }
     const std::vector<uint64_t>& order = Order(epoch);
     slot.batch = b;
     slot.count = count;
@@ -646,8 +651,9 @@ class Simulator::Run_ {
     const uint64_t id = slot.ids[i];
     BatchRecord& part = records_[slot.batch];
     const uint64_t bytes = sizes_[id];
-    uint64_t admitted = 0;  // bytes copied into RAM tiers
-    if (tier >= 0) {        // a cache tier's read (disk or a peer): never fails here
+    uint64_t admitted = 0;                 // bytes copied into RAM tiers
+    if (tier >= 0) tier = slot.source[i];  // which disk tier (they share one read model)
+    if (tier >= 0) {                       // a cache tier's read (disk or a peer): never fails here
       part.cache_hits[tier]++;
       part.cache_bytes[tier] += bytes;
       if (tier_kind_[tier] == kDisk) {
@@ -664,7 +670,6 @@ class Simulator::Run_ {
         slot.attempts[i]++;
         const double delay = std::min(
             1.0, s_.loader.retry_backoff * std::ldexp(1.0, static_cast<int>(slot.attempts[i]) - 1));
-        part.storage_reads++;
         Push(c.time + delay, kRetry, r, c.token);
         return;
       }
@@ -681,15 +686,14 @@ class Simulator::Run_ {
         return;
       }
     }
-    // Completions are handed over one at a time on the node's receiving thread (the storage's
+    // Completions are handed over one at a time on the rank's receiving thread (the storage's
     // completion thread in a real run): it lands the bytes (receive_bytes_per_second) and
     // copies admitted ones into the RAM tier (fresh arena pages, so at the first-touch rate).
     // Later completions wait behind it.
-    Node& node = nodes_[rk.node];
     double cost = admitted / sim_.host_.fresh_write_bytes_per_second;
     if (tier < 0 && c.result > 0) cost += c.result / sim_.host_.receive_bytes_per_second;
-    const double received = std::max(c.time, node.receiver_free) + cost;
-    node.receiver_free = received;
+    const double received = std::max(c.time, rk.receiver_free) + cost;
+    rk.receiver_free = received;
     if (received > c.time) {
       Push(received, kReceived, r, c.token);
       return;
@@ -711,11 +715,8 @@ class Simulator::Run_ {
       const bool in = node.tiers[k].Admit(id, sizes_[id], access, evicted_);
       if (in && tier_kind_[k] == kMemory) copied += sizes_[id];
       if (!distributed_) continue;
-      if (in) {
-        holders_[id]++;
-        owner_[id] = ranks_[r].node;
-      }
-      for (uint64_t v : evicted_) holders_[v]--;
+      if (in) holders_[id]++;
+      for (uint64_t v : evicted_) holders_[v] -= holders_[v] > 0;
     }
     return copied;
   }
@@ -855,7 +856,6 @@ class Simulator::Run_ {
     device_batch_ = b + 1;
     steps_done_ = b + 1;
     end_ = t;
-    // Orders of epochs every rank has finished fetching are not needed again.
     for (uint32_t r = 0; r < ranks_.size(); ++r) {
       TryFetch(r, t);
       TryCopy(r, t);
@@ -933,8 +933,8 @@ class Simulator::Run_ {
       for (const TierStats& t : rec.cache) d.capacity += t.capacity;
       rec.cache.push_back(d);
     }
-    for (auto& e : epoch_snapshots_) {
-      if (!e.empty()) rec.tier_evictions.push_back(e);
+    for (size_t e = 0; e < epoch_snapshots_.size(); ++e) {
+      if (snapshot_taken_[e]) rec.tier_evictions.push_back(epoch_snapshots_[e]);
     }
     rec.tier_evictions.push_back(Evictions());
     for (auto& e : rec.tier_evictions) e.resize(rec.cache.size(), 0);
@@ -973,11 +973,11 @@ class Simulator::Run_ {
   std::vector<Node> nodes_;
   std::vector<Rank> ranks_;
   std::vector<uint16_t> holders_;  // distributed: how many node tiers hold each id
-  std::vector<uint32_t> owner_;    // distributed: a node that admitted it last
   std::map<uint64_t, std::vector<uint64_t>> orders_;
   std::vector<BatchRecord> records_;
   std::vector<uint32_t> copied_count_;
   std::vector<std::vector<uint64_t>> epoch_snapshots_;
+  std::vector<uint8_t> snapshot_taken_;
   std::vector<StorageModel::Completion> done_;
   std::vector<uint64_t> evicted_;
   std::vector<uint64_t> skipped_;
@@ -1010,6 +1010,7 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats) {
 Scenario OnThisHost(Scenario s) {
   s.cluster.nodes = 1;
   s.cluster.gpus_per_node = 1;
+  s.cluster.cpus_per_node = 0;  // this host's cores
   s.gpu.device = "emulated";
   if (!s.cache_tiers.empty() && s.cache_tiers.back().kind == "distributed") {
     s.cache_tiers.pop_back();
@@ -1018,11 +1019,10 @@ Scenario OnThisHost(Scenario s) {
 }
 
 void CheckSimulatable(const Scenario& s) {
-  const auto& f = s.storage.faults;
-  if (f.error_rate + f.timeout_rate + f.truncate_rate > 1) {
-    throw SetupError(fmt::format(
-        "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1", s.file,
-        f.error_rate + f.timeout_rate + f.truncate_rate));
+  CheckFaults(s);
+  if (s.cache_tiers.size() > kMaxCacheTiers) {
+    throw SetupError(fmt::format("{} (variant {}): cache.tiers: at most {} tiers", s.file,
+                                 s.variant, kMaxCacheTiers));
   }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     const TierOptions& t = s.cache_tiers[i];
@@ -1066,6 +1066,7 @@ MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& base, 
     if (auto it = seen.find(nodes); it != seen.end()) return it->second;
     Scenario s = base;
     s.cluster.nodes = nodes;
+    simulator.ForgetDisks();  // every size starts from the same (cold) disks
     const double au = simulator.RunVariant(s).au;
     seen[nodes] = au;
     out.tried.push_back({nodes, nodes * g, au});
@@ -1078,11 +1079,19 @@ MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& base, 
   uint32_t good = 1, bad = 0;
   while (bad == 0) {
     const uint64_t next = static_cast<uint64_t>(good) * 2;
-    if (next > (1u << 20) || !fits(next)) {
+    if (next > (1u << 20)) break;
+    if (!fits(next)) {
       out.limited_by_dataset = true;
       break;
     }
-    if (au_at(static_cast<uint32_t>(next)) >= target) {
+    double au;
+    try {
+      au = au_at(static_cast<uint32_t>(next));
+    } catch (const SetupError&) {  // more ranks than a directory has files
+      out.limited_by_dataset = true;
+      break;
+    }
+    if (au >= target) {
       good = static_cast<uint32_t>(next);
     } else {
       bad = static_cast<uint32_t>(next);

@@ -48,18 +48,19 @@
 
 namespace stallscope {
 
-// What CPU work costs on this host (measured by Measure(), or set by a test).
+// What CPU work costs on this host (measured by Measure(), or set by a test). The defaults
+// charge nothing (1e12 B/s).
 struct HostModel {
-  uint32_t cores = 1;                       // std::thread::hardware_concurrency()
-  double normalize_bytes_per_second = 0;    // NormalizeBytes: input bytes per second
-  double verify_bytes_per_second = 0;       // Storage::Verify on synthetic content
-  double memcpy_bytes_per_second = 0;       // a RAM-tier hit's copy; the emulated device's copy
-  double burn_seconds_per_second = 1;       // what 1 s of loader.preprocess.cost takes
+  uint32_t cores = 1;                        // std::thread::hardware_concurrency()
+  double normalize_bytes_per_second = 1e12;  // NormalizeBytes: input bytes per second
+  double verify_bytes_per_second = 1e12;     // Storage::Verify on synthetic content
+  double memcpy_bytes_per_second = 1e12;     // a RAM-tier hit's copy; the emulated device's copy
+  double burn_seconds_per_second = 1;        // what 1 s of loader.preprocess.cost takes
   double burn_all_cores_seconds_per_second = 1;  // the same with every core busy
-  double fresh_write_bytes_per_second = 0;  // copying into never-touched memory (a RAM tier)
+  double fresh_write_bytes_per_second = 1e12;    // copying into never-touched memory (a RAM tier)
   // Landing a storage read's bytes on the receiving thread (the simulated storage generates
   // them there; a real network or disk path copies them): bytes per second.
-  double receive_bytes_per_second = 0;
+  double receive_bytes_per_second = 1e12;
   // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
   static HostModel Measure(uint64_t sample_bytes);
 };
@@ -96,10 +97,11 @@ class Simulator {
   // Replaces the host model (a validation re-measures it next to each real run: a shared
   // machine's speed drifts by several per cent within minutes).
   void set_host(const HostModel& host) { host_ = host; }
+  // Forgets the disk tiers earlier variants left (each --max-accelerators trial starts cold).
+  void ForgetDisks() { disks_.clear(); }
 
  private:
   class Run_;
-  struct DiskState;
 
   HostModel host_;
   // Disk tiers' policies by "path|dataset|node", kept between variants.

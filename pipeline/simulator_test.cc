@@ -19,7 +19,8 @@ HostModel TestHost() {
   h.memcpy_bytes_per_second = 20e9;
   h.fresh_write_bytes_per_second = 5e9;
   h.receive_bytes_per_second = 1e12;
-  h.burn_seconds_per_second = h.burn_all_cores_seconds_per_second = 1;  // the closed forms assume nothing but the storage model
+  h.burn_seconds_per_second = h.burn_all_cores_seconds_per_second =
+      1;  // the closed forms assume nothing but the storage model
   return h;
 }
 

@@ -32,7 +32,7 @@ StorageModel::StorageModel(const SimulatedStorageOptions& o, uint64_t seed,
         std::max(o.bandwidth_bytes_per_second * 1e-3, static_cast<double>(max_sample_bytes));
     bw_tokens_ = bw_depth_;
   }
-  heap_.reserve(std::max<uint32_t>(o.max_inflight, 1) * 2);
+  heap_.reserve(std::clamp<uint32_t>(o.max_inflight, 1, 4096));
 }
 
 uint64_t StorageModel::Next() {

@@ -10,10 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <mutex>
-#include <queue>
-#include <random>
 #include <thread>
 
 #include "storage/content.h"
