@@ -125,6 +125,21 @@ HostModel HostModel::Measure(uint64_t sample_bytes) {
   return h;
 }
 
+HostModel HostModel::Mean(const HostModel& a, const HostModel& b) {
+  HostModel m = a;
+  auto mean = [](double x, double y) { return (x + y) / 2; };
+  m.normalize_bytes_per_second = mean(a.normalize_bytes_per_second, b.normalize_bytes_per_second);
+  m.verify_bytes_per_second = mean(a.verify_bytes_per_second, b.verify_bytes_per_second);
+  m.memcpy_bytes_per_second = mean(a.memcpy_bytes_per_second, b.memcpy_bytes_per_second);
+  m.burn_seconds_per_second = mean(a.burn_seconds_per_second, b.burn_seconds_per_second);
+  m.burn_all_cores_seconds_per_second =
+      mean(a.burn_all_cores_seconds_per_second, b.burn_all_cores_seconds_per_second);
+  m.fresh_write_bytes_per_second =
+      mean(a.fresh_write_bytes_per_second, b.fresh_write_bytes_per_second);
+  m.receive_bytes_per_second = mean(a.receive_bytes_per_second, b.receive_bytes_per_second);
+  return m;
+}
+
 // One cache tier of one node: the real tier's policy objects in the real tier's layout,
 // without the bytes.
 class SimTier {

@@ -63,6 +63,8 @@ struct HostModel {
   double receive_bytes_per_second = 1e12;
   // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
   static HostModel Measure(uint64_t sample_bytes);
+  // The mean of two measurements (e.g. taken before and after a real run it is compared with).
+  static HostModel Mean(const HostModel& a, const HostModel& b);
 };
 
 // The pinned host-to-device rate charged for a `gpu.device: cuda` copy: measured on the H200
