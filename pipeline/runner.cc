@@ -49,21 +49,25 @@ void CheckRunnable(const Scenario& s) {
   }
 }
 
+SimulatedStorageOptions StorageModelOptions(const Scenario& s) {
+  SimulatedStorageOptions o;
+  o.bandwidth_bytes_per_second = s.storage.bandwidth;
+  o.latency_p50_seconds = s.storage.latency_p50;
+  o.latency_p99_seconds = s.storage.latency_p99;
+  o.iops = s.storage.iops;
+  o.max_inflight = s.storage.max_inflight;
+  const auto& f = s.storage.faults;
+  o.faults = {f.error_rate, f.timeout_rate, f.timeout,     f.truncate_rate,
+              f.spike_rate, f.spike,        f.stall_every, f.stall_for};
+  return o;
+}
+
 std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
   SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev, s.seed,
                      s.dataset.classes};
   if (s.storage.kind == "memory") return std::make_unique<MemoryStorage>(d);
   if (s.storage.kind == "simulated") {
-    SimulatedStorageOptions o;
-    o.bandwidth_bytes_per_second = s.storage.bandwidth;
-    o.latency_p50_seconds = s.storage.latency_p50;
-    o.latency_p99_seconds = s.storage.latency_p99;
-    o.iops = s.storage.iops;
-    o.max_inflight = s.storage.max_inflight;
-    const auto& f = s.storage.faults;
-    o.faults = {f.error_rate, f.timeout_rate, f.timeout,     f.truncate_rate,
-                f.spike_rate, f.spike,        f.stall_every, f.stall_for};
-    return std::make_unique<SimulatedStorage>(d, o);
+    return std::make_unique<SimulatedStorage>(d, StorageModelOptions(s));
   }
   DirectoryStorageOptions o;
   o.path = s.dataset.path;

@@ -17,6 +17,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/scenario.h"
 #include "storage/storage.h"
+#include "storage/storage_model.h"
 
 namespace stallscope {
 
@@ -53,6 +54,8 @@ void CheckFaults(const Scenario& scenario);
 void CheckRunnable(const Scenario& scenario);
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet);
+// The storage.* keys as the storage model's options (SimulatedStorage and the simulator).
+SimulatedStorageOptions StorageModelOptions(const Scenario& scenario);
 PipelineOptions ToPipelineOptions(const Scenario& scenario);
 
 VariantResult RunVariant(const Scenario& scenario, Storage& storage, Device& device,

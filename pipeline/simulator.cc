@@ -394,17 +394,10 @@ class Simulator::Run_ {
     device_name_ = emulated ? "simulated: emulated" : "simulated: cuda (H2D 52.3 GB/s)";
 
     // Storage: one model shared by every rank.
-    SimulatedStorageOptions so;
     memory_storage_ = s_.storage.kind == "memory";
-    so.bandwidth_bytes_per_second = s_.storage.bandwidth;
-    so.latency_p50_seconds = s_.storage.latency_p50;
-    so.latency_p99_seconds = s_.storage.latency_p99;
-    so.iops = s_.storage.iops;
-    so.max_inflight = s_.storage.max_inflight;
-    const auto& f = s_.storage.faults;
-    so.faults = {f.error_rate, f.timeout_rate, f.timeout,     f.truncate_rate,
-                 f.spike_rate, f.spike,        f.stall_every, f.stall_for};
-    models_.push_back({std::make_unique<StorageModel>(so, s_.seed, max_bytes_, 0.0), kInf, -1});
+    models_.push_back(
+        {std::make_unique<StorageModel>(StorageModelOptions(s_), s_.seed, max_bytes_, 0.0), kInf,
+         -1});
 
     // Nodes: local tiers, disk and network models, cores.
     distributed_ = !s_.cache_tiers.empty() && s_.cache_tiers.back().kind == "distributed";
