@@ -194,7 +194,8 @@ TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
   EXPECT_GE(count("<path class=\"series\""), 6u);  // 2 variants x 3 line charts
   {
     std::ifstream result_in(json);  // every variant's verdict, as the run wrote it
-    for (const auto& v : nlohmann::json::parse(result_in)["variants"]) {
+    const nlohmann::json result = nlohmann::json::parse(result_in);
+    for (const auto& v : result["variants"]) {
       EXPECT_NE(page.find(v["bottleneck"]["text"].get<std::string>()), std::string::npos)
           << v["name"];
     }
