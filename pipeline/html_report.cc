@@ -130,9 +130,7 @@ const nlohmann::json& Need(const nlohmann::json& j, const char* key, const std::
 
 // A grid value as a number for the x axis: a plain number, a size, a rate or a duration.
 std::optional<double> AxisValue(const std::string& text) {
-  char* end = nullptr;
-  const double x = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end && *end == '\0') return x;
+  if (auto v = ParseNumber(text)) return v;
   if (auto v = ParseSize(text)) return v;
   if (auto v = ParseRate(text)) return v;
   if (auto v = ParseDuration(text)) return v;

@@ -1005,13 +1005,14 @@ SimulationResult Simulator::Run(const Scenario& scenario) {
   return run.Go();
 }
 
-VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats) {
+VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats, RunRecord* record) {
   SimulationResult r = Run(s);
   if (stats) *stats = r.stats;
   if (r.record.failed) throw RunError(s.variant + ": " + r.record.error);
   VariantResult v = Analyze(s.variant, r.record, r.inputs);
   v.gpus = r.stats.ranks;
   v.gpu_hour_cost = s.gpu_hour_cost;
+  if (record) *record = std::move(r.record);
   return v;
 }
 

@@ -93,7 +93,9 @@ class Simulator {
   // what cannot be simulated.
   SimulationResult Run(const Scenario& scenario);
   // Run() and Analyze(): the VariantResult a real run of the scenario would report.
-  VariantResult RunVariant(const Scenario& scenario, SimulationStats* stats = nullptr);
+  // `record`, when given, receives the simulated run's record (for a trace or metrics).
+  VariantResult RunVariant(const Scenario& scenario, SimulationStats* stats = nullptr,
+                           RunRecord* record = nullptr);
 
   const HostModel& host() const { return host_; }
   // Replaces the host model (a validation re-measures it next to each real run: a shared

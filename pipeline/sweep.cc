@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "pipeline/units.h"
+
 namespace stallscope {
 namespace {
 
@@ -150,10 +152,8 @@ nlohmann::json SweepFromCsv(const std::string& text, const std::string& source) 
     nlohmann::json row = {{"variant", rec[0]}, {"point", nlohmann::json::object()}};
     for (size_t c = 1; c < keys_end; ++c) row["point"][header[c]] = rec[c];
     for (size_t c = keys_end; c < header.size(); ++c) {
-      char* end = nullptr;
-      const double x = std::strtod(rec[c].c_str(), &end);
-      if (!rec[c].empty() && end && *end == '\0') {
-        row[header[c]] = x;
+      if (const auto x = ParseNumber(rec[c])) {
+        row[header[c]] = *x;
       } else {
         row[header[c]] = rec[c];
       }

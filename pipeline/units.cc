@@ -5,6 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstdlib>
 #include <utility>
 
 namespace stallscope {
@@ -36,6 +38,13 @@ std::optional<double> SizeUnit(std::string_view u) {
 }
 
 }  // namespace
+
+std::optional<double> ParseNumber(const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || !end || *end != '\0') return std::nullopt;
+  return x;
+}
 
 std::optional<double> ParseSize(std::string_view text) {
   const auto split = SplitNumber(text);

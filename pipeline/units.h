@@ -17,6 +17,7 @@
 
 namespace stallscope {
 
+std::optional<double> ParseNumber(const std::string& text);  // a plain number, all of `text`
 std::optional<double> ParseSize(std::string_view text);      // bytes (may be fractional)
 std::optional<double> ParseDuration(std::string_view text);  // seconds
 std::optional<double> ParseRate(std::string_view text);      // bytes per second

@@ -382,28 +382,26 @@ int Run(const std::string& path, std::vector<std::string> variants,
     if (simulator) {
       std::vector<std::string> tiers;
       for (const TierOptions& t : s.cache_tiers) tiers.push_back(t.kind);
-      SimulationResult r = simulator->Run(s);
-      if (r.record.failed) throw RunError(s.variant + ": " + r.record.error);
-      VariantResult v = Analyze(s.variant, r.record, r.inputs);
-      v.gpus = r.stats.ranks;
-      v.gpu_hour_cost = s.gpu_hour_cost;
+      SimulationStats stats;
+      RunRecord record;
+      VariantResult v = simulator->RunVariant(s, &stats, &record);
       if (!quiet) {
         std::fprintf(stderr,
                      "▶ %s: %u GPU(s) (%u x %u), %llu steps, %.1f s simulated in %.2f s "
                      "(%.1f M events/s)\n",
-                     s.variant.c_str(), r.stats.ranks, s.cluster.nodes, s.cluster.gpus_per_node,
-                     static_cast<unsigned long long>(v.steps), r.stats.simulated_seconds,
-                     r.stats.wall_seconds,
-                     r.stats.wall_seconds > 0 ? r.stats.events / r.stats.wall_seconds / 1e6 : 0.0);
+                     s.variant.c_str(), stats.ranks, s.cluster.nodes, s.cluster.gpus_per_node,
+                     static_cast<unsigned long long>(v.steps), stats.simulated_seconds,
+                     stats.wall_seconds,
+                     stats.wall_seconds > 0 ? stats.events / stats.wall_seconds / 1e6 : 0.0);
       }
       if (want_metrics) {
         auto metrics = std::make_shared<VariantMetrics>(s.name, s.variant, tiers);
         hub.Add(metrics);
-        ReplaySteps(r.record, s.run.warmup_steps, *metrics);
+        ReplaySteps(record, s.run.warmup_steps, *metrics);
         if (!obs.push_gateway.empty()) PushQuietly(obs.push_gateway, *metrics, s.variant);
       }
       if (trace_out.is_open()) {
-        AppendTraceEvents(trace_events, r.record, s.variant, static_cast<int>(i) + 1, tiers);
+        AppendTraceEvents(trace_events, record, s.variant, static_cast<int>(i) + 1, tiers);
       }
       results.push_back(std::move(v));
       continue;
