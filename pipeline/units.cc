@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstdlib>
 #include <utility>
 
 namespace stallscope {
