@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -162,6 +163,8 @@ void Pipeline::Fail(const std::string& message) {
 void Pipeline::RequestStop() {
   interrupted_ = true;
   StopAll();
+  // The batches still loading will not be stepped: a read that hangs must not hold the stop.
+  storage_.CancelReads();
 }
 
 void Pipeline::StopAll() {
@@ -455,6 +458,8 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
   } else if (ok) {
     cache_.Admit(request.sample, {request.dst, bytes}, slot.access[i], cache_.num_tiers());
     slot.storage_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  } else if (result == -ECANCELED && interrupted_.load(std::memory_order_relaxed)) {
+    // Cancelled by RequestStop(): its batch will not be stepped; neither retried nor counted.
   } else {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
     const std::string why = result < 0 ? std::strerror(static_cast<int>(-result))

@@ -76,6 +76,7 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
   o.direct_io = s.storage.direct_io;
   o.cold = s.storage.cold;
   o.classes = s.dataset.classes;
+  o.read_timeout = s.loader.read_timeout;
   o.quiet = quiet;
   return std::make_unique<DirectoryStorage>(o);
 }

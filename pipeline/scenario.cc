@@ -347,6 +347,7 @@ void ReadLoader(Section s, Scenario::Loader& l) {
   l.on_error = s.Enum("on_error", l.on_error, {"retry", "skip", "fail"});
   l.retries = s.Integer<uint32_t>("retries", l.retries, 0);
   l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
+  l.read_timeout = s.Duration("read_timeout", l.read_timeout);
   s.Finish();
 }
 

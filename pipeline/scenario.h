@@ -71,6 +71,7 @@ struct Scenario {
     double preprocess_cost = 0;            // seconds of extra real CPU work per sample
     uint32_t image_size = 224;             // jpeg-decode: output side in pixels (size)
     double retry_backoff = 0.010;          // before the first retry; doubles, at most 1 s
+    double read_timeout = 60;              // directory: deadline per file read; 0 = none
     std::string on_error = "retry";        // retry | skip | fail
     uint32_t retries = 3;
   } loader;

@@ -7,8 +7,9 @@
 // Reads go through `io_threads` threads, each owning one io_uring of depth io_depth / io_threads: a
 // thread opens the file, submits the read, requeues short reads and -EAGAIN, and closes the file
 // when it is done. Where io_uring is refused (seccomp, old kernel, EPERM) the threads fall back to
-// pread and one notice line is printed. With `direct_io` files are opened with O_DIRECT and buffers
-// are block-aligned; filesystems that refuse O_DIRECT (tmpfs) fall back to buffered reads,
+// pread and one notice line is printed. A read past `read_timeout` is cancelled and fails with
+// -ETIMEDOUT (UringFileReader's deadline). With `direct_io` files are opened with O_DIRECT and
+// buffers are block-aligned; filesystems that refuse O_DIRECT (tmpfs) fall back to buffered reads,
 // said once. With `cold`, BeginEpoch() drops the files from the page cache
 // (posix_fadvise DONTNEED, no root needed).
 //
@@ -40,6 +41,7 @@ struct DirectoryStorageOptions {
   uint32_t classes = 100;    // labels: the top-level folder's index modulo classes
   bool quiet = false;        // suppress the one-line notices
   bool use_io_uring = true;  // false: the pread fallback (tests, and kernels that refuse it)
+  double read_timeout = 0;   // seconds: the deadline of one file's open and read; 0 = none
 };
 
 class DirectoryStorage final : public Storage, private FileReadSource {
@@ -60,6 +62,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   void BeginEpoch(int epoch) override;
   bool needs_epoch_barrier() const override { return options_.cold; }
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
+  void CancelReads() override { reader_->CancelAll(); }
   std::string SampleName(uint64_t sample) const override { return files_[sample].full; }
   std::string Describe() const override;
   std::string Fingerprint() const override;

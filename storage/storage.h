@@ -72,6 +72,9 @@ class Storage {
   virtual bool needs_epoch_barrier() const { return false; }
 
   virtual void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) = 0;
+  // Asks the reads queued or in flight now to end soon with -ECANCELED (Ctrl-C: a hung read
+  // must not hold the run). Any thread. Storage that always ends its reads soon ignores it.
+  virtual void CancelReads() {}
 
   // Identifies the dataset's content (a disk cache tier refuses entries of another one).
   virtual std::string Fingerprint() const = 0;

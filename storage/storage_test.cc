@@ -1,14 +1,18 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "storage/content.h"
@@ -40,6 +44,7 @@ class Collector : public ReadCallback {
     Clock::time_point at;
   };
   std::vector<Done> results;
+  std::mutex& mu() { return mu_; }
 
  private:
   std::mutex mu_;
@@ -294,6 +299,86 @@ TEST_F(DirectoryStorageTest, FileThatShrankIsAnErrorNotGarbage) {
       EXPECT_EQ(d.result, 8192);
     }
   }
+}
+
+TEST_F(DirectoryStorageTest, FileThatGrewIsReadAsListed) {
+  GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 8192, .classes = 1});
+  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  std::ofstream(dir_ / "class_000/sample_0000001.bin", std::ios::app) << "appended later";
+  Buffers buf(s, 2);
+  std::vector<ReadRequest> reqs = {{0, buf.at(0), 0}, {1, buf.at(1), 1}};
+  Collector c;
+  s.Submit(reqs, &c);
+  c.WaitFor(2);
+  for (auto& d : c.results) {
+    ASSERT_EQ(d.result, 8192);  // the size listed at start, not the new one
+    EXPECT_TRUE(s.Verify(d.tag, {buf.at(d.tag), 8192}));
+  }
+}
+
+// A file that hangs: replaced, after the listing, by a FIFO. With no writer its open blocks;
+// with a writer that never writes its read blocks. Either way the read fails with ETIMEDOUT
+// at the deadline, the other files arrive, and nothing is left in flight.
+TEST_F(DirectoryStorageTest, ReadPastItsDeadlineIsCancelledWithEtimedout) {
+  GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 4096, .classes = 1});
+  const std::string fifo = (dir_ / "class_000/sample_0000002.bin").string();
+  for (const bool writer : {false, true}) {
+    DirectoryStorage s({.path = dir_.string(), .quiet = true, .read_timeout = 0.3});
+    ASSERT_TRUE(s.uses_io_uring());
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    const int wfd = writer ? open(fifo.c_str(), O_RDWR | O_CLOEXEC) : -1;
+    Buffers buf(s, 4);
+    std::vector<ReadRequest> reqs;
+    for (uint64_t i = 0; i < 4; ++i) reqs.push_back({i, buf.at(i), i});
+    Collector c;
+    const auto t0 = Clock::now();
+    s.Submit(reqs, &c);
+    c.WaitFor(4);
+    for (auto& d : c.results) {
+      if (d.tag != 2) {
+        EXPECT_EQ(d.result, 4096);
+        continue;
+      }
+      EXPECT_EQ(d.result, -ETIMEDOUT) << "writer " << writer;
+      const double at = std::chrono::duration<double>(d.at - t0).count();
+      EXPECT_GE(at, 0.29);
+      EXPECT_LT(at, 3.0);
+    }
+    if (wfd >= 0) close(wfd);
+    std::filesystem::remove(fifo);
+    GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 4096, .classes = 1});
+  }
+}
+
+// CancelReads() (Ctrl-C) ends a hung read at once, with ECANCELED, when there is no deadline;
+// reads submitted afterwards run as usual.
+TEST_F(DirectoryStorageTest, CancelReadsEndsAHungReadAtOnce) {
+  GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 4096, .classes = 1});
+  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  const std::string fifo = (dir_ / "class_000/sample_0000001.bin").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int wfd = open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  Buffers buf(s, 2);
+  std::vector<ReadRequest> reqs = {{1, buf.at(1), 1}};
+  Collector c;
+  s.Submit(reqs, &c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard lock(c.mu());
+    EXPECT_TRUE(c.results.empty()) << "the FIFO read did not hang";
+  }
+  const auto t0 = Clock::now();
+  s.CancelReads();
+  c.WaitFor(1);
+  EXPECT_EQ(c.results[0].result, -ECANCELED);
+  EXPECT_LT(std::chrono::duration<double>(c.results[0].at - t0).count(), 1.0);
+  reqs = {{0, buf.at(0), 0}};
+  s.Submit(reqs, &c);
+  c.WaitFor(2);
+  EXPECT_EQ(c.results[1].result, 4096);
+  close(wfd);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -20,6 +22,13 @@ namespace {
 
 constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment: the common logical block size
 constexpr uint64_t kPollTag = ~0ULL;
+constexpr uint64_t kCancelTag = ~1ULL;  // the completions of cancel requests: ignored
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -34,18 +43,30 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 // close syscall, and a whole batch of opens and reads goes to the kernel in one
 // io_uring_enter. Kernels without direct descriptors get a plain open() and close() around
 // the ring read.
+//
+// A file whose open and read have not finished `deadline` after they went to the kernel is
+// cancelled (IORING_OP_ASYNC_CANCEL on its open and read) and completes with -ETIMEDOUT once
+// the kernel hands the buffer back; CancelAll() does the same for every file in flight, with
+// -ECANCELED. The pread fallback has no deadline.
 class UringFileReader::IoThread {
  public:
-  IoThread(const FileReadSource* source, uint32_t depth, bool try_uring, bool direct)
+  IoThread(const FileReadSource* source, uint32_t depth, bool try_uring, bool direct,
+           double deadline)
       : source_(source), depth_(std::max<uint32_t>(depth, 1)), direct_(direct) {
     wake_fd_ = eventfd(0, EFD_CLOEXEC);
     if (wake_fd_ < 0) throw StorageError("eventfd: " + ErrnoText(errno));
     if (try_uring) {
-      // Two SQEs per file (open + read) and one for the eventfd poll that wakes the thread.
-      const int rc = io_uring_queue_init(2 * depth_ + 1, &ring_, 0);
+      // Per file: open + read, and a cancel for each of them; one more for the eventfd poll
+      // that wakes the thread.
+      const int rc = io_uring_queue_init(4 * depth_ + 1, &ring_, 0);
       uring_ = rc == 0;
       uring_error_ = rc < 0 ? -rc : 0;
       if (uring_) fixed_files_ = io_uring_register_files_sparse(&ring_, depth_) == 0;
+      // Waiting with a timeout needs IORING_FEAT_EXT_ARG (Linux 5.11); older kernels have no
+      // deadline.
+      if (uring_ && deadline > 0 && (ring_.features & IORING_FEAT_EXT_ARG)) {
+        deadline_ns_ = static_cast<int64_t>(deadline * 1e9);
+      }
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
@@ -74,21 +95,45 @@ class UringFileReader::IoThread {
     Wake();
   }
 
+  void CancelAll() {
+    {
+      std::lock_guard lock(mu_);
+      cancel_ = true;
+    }
+    Wake();
+  }
+
+  bool has_deadline() const { return deadline_ns_ > 0; }
+
  private:
   struct Item {
     ReadRequest request;
     ReadCallback* callback;
   };
+  // One file in flight. Its completions carry the slot index, whether it is the open, and the
+  // slot's generation (so a late cancel never matches the slot's next file).
   struct Slot {
     Item item;
+    bool busy = false;
+    uint32_t generation = 0;
     int fd = -1;  // plain descriptor when the ring has no fixed files
     uint64_t done = 0;
     uint64_t size = 0;
-    int open_error = 0;  // -errno of a failed ring open
-    bool read_canceled = false;
+    uint32_t pending = 0;   // completions still to come (open, read)
+    int open_error = 0;     // -errno of a failed ring open
+    int read_error = 0;     // -errno of a failed read (-ECANCELED: the open failed first)
+    bool eof = false;       // the file ended before `size`
+    int cancel_reason = 0;  // ETIMEDOUT (deadline) or ECANCELED (CancelAll); 0: none
+    int64_t started_ns = 0;
     char path[kMaxPath];  // PathOf's scratch: must outlive the submission of the open
   };
   static constexpr uint64_t kOpenTag = 1ULL << 32;
+  static constexpr int kGenerationShift = 33;
+  static constexpr uint32_t kGenerationMask = (1U << 30) - 1;  // bit 63 stays clear
+
+  uint64_t TagOf(uint32_t slot_index) const {
+    return static_cast<uint64_t>(slots_[slot_index].generation) << kGenerationShift | slot_index;
+  }
 
   void Wake() {
     const uint64_t one = 1;
@@ -96,11 +141,56 @@ class UringFileReader::IoThread {
   }
 
   // Moves submitted items to the local queue. Returns false when stopping with nothing left.
+  // After CancelAll() the queued files complete with -ECANCELED and those in flight are
+  // cancelled.
   bool TakeIncoming() {
+    bool cancel = false;
+    {
+      std::lock_guard lock(mu_);
+      for (const Item& it : incoming_) local_.push_back(it);
+      incoming_.clear();
+      std::swap(cancel, cancel_);
+    }
+    if (cancel) {
+      for (const Item& it : local_) finished_.emplace_back(it, -ECANCELED);
+      local_.clear();
+      for (uint32_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].busy && uring_) Cancel(i, ECANCELED);
+      }
+    }
     std::lock_guard lock(mu_);
-    for (const Item& it : incoming_) local_.push_back(it);
-    incoming_.clear();
     return !(stop_ && local_.empty());
+  }
+
+  // Asks the kernel to cancel a file's open and read; they complete with -ECANCELED (or
+  // -EINTR) or, when too late, with their own result.
+  void Cancel(uint32_t slot_index, int reason) {
+    Slot& s = slots_[slot_index];
+    if (s.cancel_reason != 0) return;
+    s.cancel_reason = reason;
+    for (const uint64_t tag : {TagOf(slot_index) | kOpenTag, TagOf(slot_index)}) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      io_uring_prep_cancel64(sqe, tag, 0);
+      io_uring_sqe_set_data64(sqe, kCancelTag);
+    }
+  }
+
+  // Cancels the files past their deadline; returns the time to the next deadline (-1: none).
+  int64_t ExpireDeadlines() {
+    if (deadline_ns_ <= 0) return -1;
+    const int64_t now = NowNs();
+    int64_t next = -1;
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
+      if (!s.busy || s.cancel_reason != 0) continue;
+      const int64_t left = s.started_ns + deadline_ns_ - now;
+      if (left <= 0) {
+        Cancel(i, ETIMEDOUT);
+      } else if (next < 0 || left < next) {
+        next = left;
+      }
+    }
+    return next;
   }
 
   int OpenFlags() const { return O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0); }
@@ -116,7 +206,8 @@ class UringFileReader::IoThread {
     io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
                        s.item.request.dst + s.done, static_cast<unsigned>(len), s.done);
     if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, slot_index);
+    io_uring_sqe_set_data64(sqe, TagOf(slot_index));
+    ++s.pending;
   }
 
   // Starts one file: open (through the ring when it has fixed files) and read.
@@ -127,24 +218,32 @@ class UringFileReader::IoThread {
     s.fd = -1;
     s.done = 0;
     s.size = source_->BytesOf(it.request.sample);
+    s.pending = 0;
     s.open_error = 0;
-    s.read_canceled = false;
+    s.read_error = 0;
+    s.eof = false;
+    s.cancel_reason = 0;
     if (s.size == 0) {
       Complete(it, 0);
       return false;
     }
     free_slots_.pop_back();
+    s.busy = true;
+    s.generation = (s.generation + 1) & kGenerationMask;
+    s.started_ns = deadline_ns_ > 0 ? NowNs() : 0;
     if (fixed_files_) {
       io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
       // O_CLOEXEC does not apply to direct descriptors (the kernel refuses it).
       io_uring_prep_openat_direct(sqe, AT_FDCWD, source_->PathOf(it.request.sample, s.path),
                                   OpenFlags() & ~O_CLOEXEC, 0, idx);
       sqe->flags |= IOSQE_IO_LINK;
-      io_uring_sqe_set_data64(sqe, kOpenTag | idx);
+      io_uring_sqe_set_data64(sqe, TagOf(idx) | kOpenTag);
+      ++s.pending;
     } else {
       s.fd = open(source_->PathOf(it.request.sample, s.path), OpenFlags());
       if (s.fd < 0) {
         const int err = errno;
+        s.busy = false;
         free_slots_.push_back(idx);
         Complete(it, -err);
         return false;
@@ -160,13 +259,25 @@ class UringFileReader::IoThread {
     io_uring_sqe_set_data64(sqe, kPollTag);
   }
 
+  // The file's result once nothing of it is left in the kernel.
+  static int64_t ResultOf(const Slot& s) {
+    int64_t r = s.open_error < 0 ? s.open_error : s.read_error;
+    if (r == 0) {
+      if (s.done >= s.size) return static_cast<int64_t>(s.size);
+      r = s.eof ? -ENODATA : -ECANCELED;  // not eof: stopped by a cancel
+    }
+    if (s.cancel_reason != 0 && (r == -ECANCELED || r == -EINTR)) r = -s.cancel_reason;
+    return r;
+  }
+
   // Frees the slot; the callback runs later (RunUring: after the ring is refilled).
-  void Finish(uint32_t slot_index, int64_t result) {
+  void Finish(uint32_t slot_index) {
     Slot& s = slots_[slot_index];
     if (s.fd >= 0) close(s.fd);
     s.fd = -1;
+    s.busy = false;
     free_slots_.push_back(slot_index);
-    finished_.emplace_back(s.item, result);
+    finished_.emplace_back(s.item, ResultOf(s));
   }
 
   void RunCallbacks() {
@@ -189,36 +300,25 @@ class UringFileReader::IoThread {
   bool OnCompletion(uint64_t tag, int res) {
     const uint32_t idx = static_cast<uint32_t>(tag & 0xffffffffu);
     Slot& s = slots_[idx];
+    --s.pending;
     if (tag & kOpenTag) {
-      if (res >= 0) return false;
-      s.open_error = res;
-      if (s.read_canceled) Finish(idx, res);
-      return s.read_canceled;
-    }
-    if (res == -ECANCELED && s.done == 0) {  // the linked open failed
-      s.read_canceled = true;
-      if (s.open_error < 0) Finish(idx, s.open_error);
-      return s.open_error < 0;
-    }
-    if (res == -EAGAIN || res == -EINTR) {
+      if (res < 0) s.open_error = res;  // the linked read comes back -ECANCELED
+    } else if (s.open_error < 0 || res == -ECANCELED) {
+      // The open failed (its error wins) or the read was cancelled: the file is over.
+      if (res < 0 && s.read_error == 0) s.read_error = res;
+    } else if ((res == -EAGAIN || res == -EINTR) && s.cancel_reason == 0) {
       QueueRead(idx);  // transient: try the same range again
-      return false;
+    } else if (res < 0) {
+      s.read_error = res;
+    } else if (res == 0) {
+      s.eof = s.done < s.size;  // the file shrank since it was listed
+    } else {
+      s.done += static_cast<uint64_t>(res);
+      if (s.done < s.size && s.cancel_reason == 0) QueueRead(idx);  // short read: the rest
     }
-    if (res < 0) {
-      Finish(idx, res);
-      return true;
-    }
-    if (res == 0) {  // end of file before the size listed at start: the file shrank
-      Finish(idx, s.done >= s.size ? static_cast<int64_t>(s.size) : -ENODATA);
-      return true;
-    }
-    s.done += static_cast<uint64_t>(res);
-    if (s.done >= s.size) {
-      Finish(idx, static_cast<int64_t>(s.size));
-      return true;
-    }
-    QueueRead(idx);  // short read: ask for the rest
-    return false;
+    if (s.pending > 0) return false;
+    Finish(idx);
+    return true;
   }
 
   void RunUring() {
@@ -230,8 +330,15 @@ class UringFileReader::IoThread {
       inflight += Refill();
       RunCallbacks();  // failed opens of the plain-descriptor path land here
       io_uring_cqe* cqe = nullptr;
-      const int rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
-                                                   : io_uring_wait_cqe(&ring_, &cqe);
+      const int64_t wait_ns = inflight > 0 ? ExpireDeadlines() : -1;
+      int rc;
+      if (wait_ns >= 0) {
+        __kernel_timespec ts{wait_ns / 1000000000, wait_ns % 1000000000};
+        rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      } else {
+        rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
+                                           : io_uring_wait_cqe(&ring_, &cqe);
+      }
       if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
         std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
       }
@@ -245,6 +352,8 @@ class UringFileReader::IoThread {
           uint64_t count;
           [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
           rearm = true;
+        } else if (tag == kCancelTag) {
+          // -ENOENT or -EALREADY when the file finished first: nothing to do.
         } else if (OnCompletion(tag, cqe->res)) {
           --inflight;
         }
@@ -262,7 +371,9 @@ class UringFileReader::IoThread {
 
   void RunPread() {
     while (true) {
-      if (!TakeIncoming()) break;
+      const bool more = TakeIncoming();
+      RunCallbacks();  // files cancelled by CancelAll() before they started
+      if (!more) break;
       if (local_.empty()) {
         uint64_t count;
         [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);  // blocks
@@ -307,11 +418,13 @@ class UringFileReader::IoThread {
   bool fixed_files_ = false;
   int uring_error_ = 0;
   int wake_fd_ = -1;
+  int64_t deadline_ns_ = 0;  // 0: none
 
   std::mutex mu_;
   // Guarded by mu_.
   std::vector<Item> incoming_;
   bool stop_ = false;
+  bool cancel_ = false;  // CancelAll() asked
 
   // I/O thread only.
   std::deque<Item> local_;
@@ -326,10 +439,12 @@ UringFileReader::UringFileReader(const FileReadSource& source, const Options& o)
   const uint32_t n = std::max<uint32_t>(o.threads, 1);
   const uint32_t depth = std::max<uint32_t>(o.depth / n, 1);
   for (uint32_t i = 0; i < n; ++i) {
-    threads_.push_back(std::make_unique<IoThread>(&source, depth, o.use_io_uring, o.direct));
+    threads_.push_back(
+        std::make_unique<IoThread>(&source, depth, o.use_io_uring, o.direct, o.deadline));
   }
   uring_ok_ = threads_.front()->uring();
   uring_error_ = threads_.front()->uring_error();
+  has_deadline_ = threads_.front()->has_deadline();
 }
 
 UringFileReader::~UringFileReader() = default;
@@ -338,6 +453,10 @@ void UringFileReader::Submit(std::span<const ReadRequest> requests, ReadCallback
   // Round-robin whole submissions (one batch's reads) over the I/O threads.
   const uint64_t t = next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size();
   threads_[t]->Submit(requests, callback);
+}
+
+void UringFileReader::CancelAll() {
+  for (auto& t : threads_) t->CancelAll();
 }
 
 }  // namespace stallscope

@@ -9,6 +9,12 @@
 // the threads read with pread. With `direct`, files are opened O_DIRECT and reads are
 // rounded up to 4096-byte blocks (the destination must be block-aligned and that large).
 //
+// With a `deadline`, a file whose open and read are not done that long after they went to
+// the kernel is cancelled and completes with -ETIMEDOUT once the kernel has let go of its
+// buffer (a read the kernel cannot interrupt ends when it ends). CancelAll() ends every file
+// queued or in flight the same way with -ECANCELED. Neither applies to the pread fallback's
+// read in progress, nor, on kernels older than 5.11, the deadline at all.
+//
 // Used by DirectoryStorage (dataset files) and the disk cache tier (entry files).
 //
 // Thread-safety: Submit() may be called from any thread; completions arrive on the I/O
@@ -47,13 +53,18 @@ class UringFileReader {
     uint32_t depth = 64;  // files in flight over all threads
     bool direct = false;
     bool use_io_uring = true;
+    double deadline = 0;  // seconds per file from its submission to the kernel; 0: none
   };
   UringFileReader(const FileReadSource& source, const Options& options);
   ~UringFileReader();
 
   // ReadRequest::sample is the key. Results are byte counts or -errno.
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback);
+  // Ends every read queued or in flight now with -ECANCELED (reads submitted later run).
+  void CancelAll();
   bool uses_io_uring() const { return uring_ok_; }
+  // False when no deadline was asked for, or the kernel cannot time a wait.
+  bool has_deadline() const { return has_deadline_; }
   int uring_error() const { return uring_error_; }
 
  private:
@@ -61,6 +72,7 @@ class UringFileReader {
   std::vector<std::unique_ptr<IoThread>> threads_;
   std::atomic<uint64_t> next_thread_{0};
   bool uring_ok_ = false;
+  bool has_deadline_ = false;
   int uring_error_ = 0;
 };
 

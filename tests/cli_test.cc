@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -446,6 +447,71 @@ run: {epochs: 3, verify: false}
     for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
     // Every other file was read whole each epoch: 2 KiB × 200 files, the empty one adds 0.
     EXPECT_EQ(v["bytes_read"]["storage"].get<uint64_t>(), (3 * 200 - skipped) * 2048);
+  }
+}
+
+// A dataset file that hangs (replaced after the listing by a FIFO nobody writes): with
+// `read_timeout` the read fails with ETIMEDOUT at its deadline and `skip` counts it; without
+// a deadline, Ctrl-C still stops the run within 2 s (the hung read is cancelled).
+TEST_F(Cli, HungReadTimesOutAndNeverHoldsCtrlC) {
+  for (const std::string mode : {"deadline", "interrupt"}) {
+    const std::string data = (dir_.path() / ("h-" + mode)).string();
+    ASSERT_EQ(Stallscope("gen " + data + " --samples 200 --size 2KiB --quiet").code, 0);
+    const std::string victim = data + "/class_005/sample_0000105.bin";
+    const bool deadline = mode == "deadline";
+    const std::string s = Write("h.yaml", "dataset: {path: " + data + R"(}
+storage: {kind: directory}
+loader: {batch_size: 10, workers: 1, prefetch: 1, on_error: skip, read_timeout: )" +
+                                              (deadline ? "300ms" : "0") + R"(}
+gpu: {step_time: 50ms}
+run: {epochs: )" + (deadline ? "3" : "20") + R"(}
+)");
+    const std::string json = (dir_.path() / "h.json").string();
+    std::filesystem::remove(json);
+    const std::string bin = STALLSCOPE_BIN;
+    const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json});
+    ASSERT_GT(pid, 0);
+    // Each epoch takes about 1 s; the file turns into a FIFO after the listing.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+    std::filesystem::remove(victim);
+    ASSERT_EQ(mkfifo(victim.c_str(), 0600), 0);
+    if (!deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2700));  // the read hangs by now
+      kill(pid, SIGINT);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        FAIL() << mode << ": the run hung on the FIFO";
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Nobody is waiting on the other end any more: release a read the test may have left.
+    const int unblock = open(victim.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (unblock >= 0) close(unblock);
+    ASSERT_TRUE(WIFEXITED(status)) << mode << ": killed by signal " << WTERMSIG(status);
+    std::ifstream in(json);
+    ASSERT_TRUE(in) << mode << ": no result written";
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json& v = doc["variants"][0];
+    if (!deadline) {
+      EXPECT_LT(took, 2.0);
+      EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+      EXPECT_EQ(doc["partial"], true);
+      EXPECT_LT(v["steps"].get<uint64_t>(), 20u * 20);
+      continue;
+    }
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    const uint64_t skipped = v["samples_skipped"];
+    EXPECT_GE(skipped, 1u);  // the last epoch at least
+    EXPECT_LE(skipped, 2u);  // not the first
+    EXPECT_EQ(v["samples_delivered"].get<uint64_t>() + skipped, 3u * 200);
+    for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
   }
 }
 
