@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tools/test.sh [--sanitize address,undefined|thread] [ctest args...]
 # Installs what is missing, builds, and runs the whole test suite through ctest.
-# With --sanitize the build goes to build-<sanitizers>/ with -fsanitize=... .
+# With --sanitize the build goes to build-<sanitizers>/ with -fsanitize=... . Every sanitizer
+# report, from the tests or from the stallscope processes they start, is written to
+# build-<sanitizers>/sanitizer-reports/; the run fails when that folder is not empty, so a
+# report counts even where the process that wrote it was expected to fail.
 set -euo pipefail
 sanitize=""
 if [ "${1:-}" = "--sanitize" ]; then
@@ -15,12 +18,33 @@ if [ -n "$sanitize" ]; then
 fi
 source "$(dirname "$0")/setup.sh"
 stallscope_build
-# Servers the integration tests start (a real Prometheus and Pushgateway). Without them those
-# tests report themselves skipped rather than failing the suite.
 # Test tools: a real Prometheus and Pushgateway, and Chromium to render the HTML report.
 # Without them those tests report themselves skipped rather than failing the suite.
 stallscope_install_missing prometheus prometheus-pushgateway chromium ||
   echo "test.sh: warning: could not install prometheus / prometheus-pushgateway / chromium" >&2
+reports=""
+if [ -n "$sanitize" ]; then
+  reports=$BUILD_DIR/sanitizer-reports
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  # UBSan stops at its first report (it would only print and go on); TSan exits 66 at the end.
+  export ASAN_OPTIONS="log_path=$reports/asan:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  export TSAN_OPTIONS="log_path=$reports/tsan:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+fi
 # One test at a time: several tests measure idle fractions against a wall clock, and two
 # cores shared between parallel tests would blur them.
-ctest --test-dir "$BUILD_DIR" --output-on-failure "$@"
+rc=0
+ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" || rc=$?
+if [ -n "$reports" ] && [ -n "$(ls -A "$reports")" ]; then
+  echo "test.sh: $(ls "$reports" | wc -l) sanitizer report file(s) in $reports:" >&2
+  for f in "$reports"/*; do
+    echo "== $f" >&2
+    head -n 60 "$f" >&2
+  done
+  exit 1
+fi
+if [ -n "$sanitize" ] && [ "$rc" -eq 0 ]; then
+  echo "test.sh: no sanitizer reports ($sanitize)" >&2
+fi
+exit "$rc"
