@@ -17,6 +17,7 @@
 #include "cache/disk_tier.h"
 #include "cache/memory_tier.h"
 #include "storage/content.h"
+#include "tests/timing.h"
 
 namespace stallscope {
 namespace {
@@ -294,16 +295,25 @@ TEST_F(DiskTierTest, KilledMidWriteNeverYieldsAWrongByte) {
   std::mt19937 rng(11);
   int total_good = 0;
   for (int round = 0; round < 10; ++round) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
     const pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
       DiskTier tier(Options(n, 64 << 20));
+      [[maybe_unused]] const ssize_t w = write(ready[1], "r", 1);  // set up: writing starts
       for (uint64_t i = 0;; ++i) {
         const uint64_t id = (i * 7919 + round) % n;
         tier.Admit(id, Bytes(id, SizeOf(id)), i);
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
+    close(ready[1]);
+    char c;
+    [[maybe_unused]] const ssize_t r = read(ready[0], &c, 1);
+    close(ready[0]);
+    // The kill falls within the first writes (slower under sanitizers).
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
+        (5 + static_cast<double>(rng() % 60)) * testing::kTimingSlack));
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);

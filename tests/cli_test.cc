@@ -408,10 +408,11 @@ run: {epochs: 2}
 }
 
 // A file that vanishes during the run: skipped and counted with on_error: skip (delivered +
-// skipped = planned), a run failure naming the file with on_error: fail. Nested folders and
-// an empty file are read like any other; bytes read equal the sum of the file sizes.
+// skipped = planned), a run failure naming the file with on_error: fail. A file whose
+// permissions are taken away mid-run (mode "denied") is skipped the same way. Nested folders
+// and an empty file are read like any other; bytes read equal the sum of the file sizes.
 TEST_F(Cli, FileVanishingMidRunIsSkippedOrFailsAsOnErrorSays) {
-  for (const std::string mode : {"skip", "fail"}) {
+  for (const std::string mode : {"skip", "fail", "denied"}) {
     const std::string data = (dir_.path() / ("v-" + mode)).string();
     ASSERT_EQ(Stallscope("gen " + data + " --samples 200 --size 2KiB --quiet").code, 0);
     std::filesystem::create_directories(data + "/class_000/deep/deeper");
@@ -420,7 +421,7 @@ TEST_F(Cli, FileVanishingMidRunIsSkippedOrFailsAsOnErrorSays) {
     const std::string s = Write("v.yaml", "dataset: {path: " + data + R"(}
 storage: {kind: directory}
 loader: {batch_size: 10, workers: 1, prefetch: 1, retries: 1, on_error: )" +
-                                              mode + R"(}
+                                              (mode == "fail" ? "fail" : "skip") + R"(}
 gpu: {step_time: 50ms}
 run: {epochs: 3, verify: false}
 )");
@@ -428,9 +429,17 @@ run: {epochs: 3, verify: false}
     // Each epoch takes about 1 s; the file goes after the listing, before the last epoch.
     std::thread remover([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(1300));
-      std::filesystem::remove(victim);
+      if (mode == "denied") {
+        std::filesystem::permissions(victim, std::filesystem::perms::none);
+      } else {
+        std::filesystem::remove(victim);
+      }
     });
-    const Result r = Stallscope("run " + s + " --quiet --json " + json);
+    // Root reads anything; drop the capabilities that let it, so the file is truly unreadable.
+    const std::string prefix =
+        geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+    const Result r =
+        Stallscope("run " + s + " --quiet --json " + json, mode == "denied" ? prefix : "");
     remover.join();
     if (mode == "fail") {
       EXPECT_EQ(r.code, 1) << r.err;

@@ -11,16 +11,9 @@
 #include "gpu/emulated_device.h"
 #include "pipeline/runner.h"
 #include "pipeline/scenario.h"
+#include "tests/timing.h"
 
 namespace stallscope::testing {
-
-// Sanitizer builds run several times slower: timing tolerances widen by this factor there
-// (those builds look for memory and threading errors, not speed).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr double kTimingSlack = 2.0;
-#else
-inline constexpr double kTimingSlack = 1.0;
-#endif
 
 inline Scenario ScenarioFromYaml(const std::string& yaml, const std::string& variant = "base") {
   return ScenarioFile::Parse(yaml, "test.yaml").Resolve(variant);

@@ -1,0 +1,19 @@
+// Timing tolerances of the tests that measure against a wall clock.
+#ifndef STALLSCOPE_TESTS_TIMING_H_
+#define STALLSCOPE_TESTS_TIMING_H_
+
+namespace stallscope::testing {
+
+// Sanitizer builds run several times slower (ThreadSanitizer 5–15×): timing tolerances widen
+// by this factor there (those builds look for memory and threading errors, not speed).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr double kTimingSlack = 3.0;
+#elif defined(__SANITIZE_ADDRESS__)
+inline constexpr double kTimingSlack = 2.0;
+#else
+inline constexpr double kTimingSlack = 1.0;
+#endif
+
+}  // namespace stallscope::testing
+
+#endif  // STALLSCOPE_TESTS_TIMING_H_
