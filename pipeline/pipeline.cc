@@ -201,6 +201,7 @@ RunRecord Pipeline::Run() {
   rec.batches_per_epoch = batches_per_epoch_;
   rec.start = MonotonicSeconds();
 
+  nvtx::Initialize();
   std::thread fetcher([this] { FetcherLoop(); });
   std::vector<std::thread> workers;
   if (preprocess_stage_) {
@@ -462,8 +463,9 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
     // Cancelled by RequestStop(): its batch will not be stepped; neither retried nor counted.
   } else {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
-    const std::string why = result < 0 ? std::strerror(static_cast<int>(-result))
-                                       : fmt::format("{} of {} bytes", result, bytes);
+    const std::string why = result == -ETIMEDOUT ? std::string("timed out")
+                            : result < 0         ? std::strerror(static_cast<int>(-result))
+                                                 : fmt::format("{} of {} bytes", result, bytes);
     if (options_.on_error != "fail" && slot.attempts[i] < options_.retries &&
         !failed_.load(std::memory_order_relaxed)) {
       slot.attempts[i]++;

@@ -169,7 +169,7 @@ class UringFileReader::IoThread {
     if (s.cancel_reason != 0) return;
     s.cancel_reason = reason;
     for (const uint64_t tag : {TagOf(slot_index) | kOpenTag, TagOf(slot_index)}) {
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      io_uring_sqe* sqe = GetSqe();
       io_uring_prep_cancel64(sqe, tag, 0);
       io_uring_sqe_set_data64(sqe, kCancelTag);
     }
@@ -193,14 +193,24 @@ class UringFileReader::IoThread {
     return next;
   }
 
+  // A free submission entry. The ring has four per slot (open, read and a cancel for each)
+  // plus one for the poll, so it is practically never full; if it is, submit what is there.
+  io_uring_sqe* GetSqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
   int OpenFlags() const { return O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0); }
 
   void Complete(const Item& it, int64_t result) { it.callback->OnReadComplete(it.request, result); }
 
   void QueueRead(uint32_t slot_index) {
     Slot& s = slots_[slot_index];
-    // Cannot be null: the ring has two entries per slot plus one for the poll.
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = GetSqe();
     uint64_t len = s.size - s.done;
     if (direct_) len = RoundUp(len, kBlock);
     io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
@@ -232,7 +242,9 @@ class UringFileReader::IoThread {
     s.generation = (s.generation + 1) & kGenerationMask;
     s.started_ns = deadline_ns_ > 0 ? NowNs() : 0;
     if (fixed_files_) {
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      // The open and its linked read must go to the kernel in one submission.
+      if (io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
+      io_uring_sqe* sqe = GetSqe();
       // O_CLOEXEC does not apply to direct descriptors (the kernel refuses it).
       io_uring_prep_openat_direct(sqe, AT_FDCWD, source_->PathOf(it.request.sample, s.path),
                                   OpenFlags() & ~O_CLOEXEC, 0, idx);
@@ -254,7 +266,7 @@ class UringFileReader::IoThread {
   }
 
   void ArmPoll() {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = GetSqe();
     io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
     io_uring_sqe_set_data64(sqe, kPollTag);
   }

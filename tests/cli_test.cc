@@ -544,7 +544,7 @@ variants:
     const std::string bin = STALLSCOPE_BIN;
     const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json, "--trace", trace});
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::duration<double>(1.5 * testing::kTimingSlack));
     const auto t0 = std::chrono::steady_clock::now();
     kill(pid, sig);
     int status = 0;

@@ -39,10 +39,12 @@ gpu: {step_time: 10ms}
 run: {epochs: 1}
 )");
   EXPECT_NEAR(v.gpu_idle_fraction, 0.50, 0.05 * testing::kTimingSlack);
-  EXPECT_EQ(v.bottleneck_stage, "fetch") << v.bottleneck_text;
-  EXPECT_NE(v.bottleneck_text.find("fetch-bound: storage delivers"), std::string::npos);
+  if (testing::kSpeedChecks) {
+    EXPECT_EQ(v.bottleneck_stage, "fetch") << v.bottleneck_text;
+    EXPECT_NE(v.bottleneck_text.find("fetch-bound: storage delivers"), std::string::npos);
+    EXPECT_GT(v.stall.fetch, v.stall.preprocess + v.stall.transfer);
+  }
   EXPECT_NEAR(*v.capacity_fetch / v.capacity_gpu, 0.5, 0.05);
-  EXPECT_GT(v.stall.fetch, v.stall.preprocess + v.stall.transfer);
   ExpectStallsAddUpToIdle(v);
   EXPECT_EQ(v.samples_delivered, 2400u);
   EXPECT_EQ(v.samples_verified, 2400u);
@@ -179,17 +181,21 @@ TEST(TieredCache, ShippedColdVsCachedMovesIdleAndVerdictOffFetch) {
     r[variant] = RunVariant(s, *storage, device, RunHooks{.quiet = true});
   }
   ASSERT_EQ(r.size(), 4u);
-  EXPECT_EQ(r["cold"].bottleneck_stage, "fetch");
   for (const char* v : {"cached", "disk-cached", "warm-restart"}) {
-    EXPECT_LT(r[v].gpu_idle_fraction, r["cold"].gpu_idle_fraction - 0.1) << v;
-    EXPECT_NE(r[v].bottleneck_stage, "fetch") << v << ": " << r[v].bottleneck_text;
     EXPECT_EQ(r[v].integrity_errors, 0u) << v;
+  }
+  if (testing::kSpeedChecks) {
+    EXPECT_EQ(r["cold"].bottleneck_stage, "fetch");
+    for (const char* v : {"cached", "disk-cached", "warm-restart"}) {
+      EXPECT_LT(r[v].gpu_idle_fraction, r["cold"].gpu_idle_fraction - 0.1) << v;
+      EXPECT_NE(r[v].bottleneck_stage, "fetch") << v << ": " << r[v].bottleneck_text;
+    }
+    EXPECT_LT(r["warm-restart"].gpu_idle_fraction, 0.05);
   }
   // A restart finds the disk tier as the previous run left it: its first epoch hits.
   ASSERT_EQ(r["warm-restart"].epochs.size(), 3u);
   EXPECT_GE(r["warm-restart"].epochs[0].tiers[0].hit_ratio, 0.95);
   EXPECT_EQ(r["disk-cached"].epochs[0].tiers[0].hits, 0u);
-  EXPECT_LT(r["warm-restart"].gpu_idle_fraction, 0.05);
 }
 
 TEST(TieredCache, DiskHitsArePromotedToRam) {

@@ -38,7 +38,10 @@ void Validate(const Case& c, Simulator& sim) {
     // shared machine's CPU speed drifts by several per cent between a host-model measurement
     // and the run it is compared with (the simulator's inputs, not its logic).
     VariantResult real, simulated;
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    // Under ThreadSanitizer both sides run (for the threading) but the real one is CPU-bound
+    // by the instrumentation, so the comparison is not checked there.
+    const int attempts = testing::kSpeedChecks ? 2 : 1;
+    for (int attempt = 0; attempt < attempts; ++attempt) {
       const HostModel before = HostModel::Measure(s.dataset.sample_size);
       auto storage = MakeStorage(s, /*quiet=*/true);
       EmulatedDevice device(s.gpu.step_time);
@@ -46,7 +49,10 @@ void Validate(const Case& c, Simulator& sim) {
       // This minute's speed: measured on both sides of the real run.
       sim.set_host(HostModel::Mean(before, HostModel::Measure(s.dataset.sample_size)));
       simulated = sim.RunVariant(s);
-      if (std::abs(simulated.gpu_idle_fraction - real.gpu_idle_fraction) <= kTolerance) break;
+      if (std::abs(simulated.gpu_idle_fraction - real.gpu_idle_fraction) <= kTolerance ||
+          attempt + 1 == attempts) {
+        break;
+      }
       std::printf("%-28s %-16s outside the tolerance (real %.1f%%, simulated %.1f%%): again\n",
                   c.label.c_str(), variant.c_str(), real.gpu_idle_fraction * 100,
                   simulated.gpu_idle_fraction * 100);
@@ -54,8 +60,10 @@ void Validate(const Case& c, Simulator& sim) {
     std::printf("%-28s %-16s real idle %5.1f%%  simulated %5.1f%%  (%+.1f pp)\n", c.label.c_str(),
                 variant.c_str(), real.gpu_idle_fraction * 100, simulated.gpu_idle_fraction * 100,
                 (simulated.gpu_idle_fraction - real.gpu_idle_fraction) * 100);
-    EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
-        << c.label << " / " << variant;
+    if (testing::kSpeedChecks) {
+      EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
+          << c.label << " / " << variant;
+    }
     if (real.cache_hit_ratio > 0) {
       EXPECT_NEAR(simulated.cache_hit_ratio, real.cache_hit_ratio, 0.01)
           << c.label << " / " << variant << ": the same policy code decides the same hits";

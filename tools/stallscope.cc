@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -105,11 +106,18 @@ std::vector<Override> ParseSets(const std::vector<std::string>& sets) {
 // steps are analysed and written, marked partial) and skips the rest; the handler resets
 // itself, so a second signal kills at once. A watcher thread turns the flag the handler
 // sets into Pipeline::RequestStop(), which a signal handler may not call.
-volatile std::sig_atomic_t g_stop_signal = 0;
+// A lock-free atomic: safe in a signal handler and between the handler's thread and the
+// watcher (a volatile sig_atomic_t is only the former).
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
+extern "C" void OnStopSignal(int sig) {
+  const int saved_errno = errno;
+  g_stop_signal.store(sig);
+  errno = saved_errno;
+}
 
-int StopSignal() { return g_stop_signal; }
+int StopSignal() { return g_stop_signal.load(); }
 
 class StopOnSignal {
  public:
