@@ -34,6 +34,12 @@ void Validate(const Case& c, Simulator& sim) {
     // A cluster-sized dataset at one GPU would take minutes per variant: its first steps.
     const uint64_t steps = s.dataset.samples / s.loader.batch_size * s.run.epochs;
     if (steps > 400 && s.run.max_steps == 0) s.run.max_steps = 60;
+    // Under ThreadSanitizer (no accuracy checked, every byte check 5–15× slower): enough
+    // steps to exercise every thread of both sides.
+    if (!testing::kSpeedChecks) {
+      const uint64_t few = s.run.warmup_steps + 12;
+      s.run.max_steps = s.run.max_steps == 0 ? few : std::min<uint64_t>(s.run.max_steps, few);
+    }
     // Both sides once; a comparison outside the tolerance is measured once more, because this
     // shared machine's CPU speed drifts by several per cent between a host-model measurement
     // and the run it is compared with (the simulator's inputs, not its logic).
