@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -349,6 +351,51 @@ TEST_F(DirectoryStorageTest, ReadPastItsDeadlineIsCancelledWithEtimedout) {
     if (wfd >= 0) close(wfd);
     std::filesystem::remove(fifo);
     GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 4096, .classes = 1});
+  }
+}
+
+// Real short reads: a dataset file replaced by a FIFO whose writer hands over the file's
+// bytes in three pieces, 50 ms apart. Each read returns what is there; the reader asks for
+// the rest until the listed size has arrived, and the content verifies.
+TEST_F(DirectoryStorageTest, ShortReadsAreContinuedUntilTheWholeFileArrives) {
+  GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 30000, .classes = 1});
+  const std::string path = (dir_ / "class_000/sample_0000001.bin").string();
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_EQ(bytes.size(), 30000u);
+  signal(SIGPIPE, SIG_IGN);  // a reader that gives up early must fail the test, not kill it
+  for (const bool uring : {true, false}) {
+    DirectoryStorage s({.path = dir_.string(), .quiet = true, .use_io_uring = uring});
+    std::filesystem::remove(path);
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    std::thread writer([&] {
+      // Opening for writing succeeds once the reader has the FIFO open (at most 5 s).
+      int fd = -1;
+      for (int i = 0; i < 500 && fd < 0; ++i) {
+        fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      ASSERT_GE(fd, 0) << "the reader never opened the file";
+      fcntl(fd, F_SETFL, 0);
+      for (size_t at = 0; at < bytes.size(); at += 10000) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (write(fd, bytes.data() + at, 10000) != 10000) break;  // the reader gave up
+      }
+      close(fd);
+    });
+    Buffers buf(s, 2);
+    std::vector<ReadRequest> reqs = {{1, buf.at(1), 1}};
+    Collector c;
+    s.Submit(reqs, &c);
+    c.WaitFor(1);
+    writer.join();
+    EXPECT_EQ(c.results[0].result, 30000) << (uring ? "io_uring" : "pread");
+    EXPECT_TRUE(s.Verify(1, {buf.at(1), 30000}));
+    std::filesystem::remove(path);
+    std::ofstream(path, std::ios::binary) << bytes;
   }
 }
 

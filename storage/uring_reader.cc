@@ -405,7 +405,8 @@ class UringFileReader::IoThread {
       while (done < size) {
         uint64_t len = size - done;
         if (direct_) len = RoundUp(len, kBlock);
-        const ssize_t n = pread(fd, it.request.dst + done, len, static_cast<off_t>(done));
+        ssize_t n = pread(fd, it.request.dst + done, len, static_cast<off_t>(done));
+        if (n < 0 && errno == ESPIPE) n = read(fd, it.request.dst + done, len);  // a stream
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n < 0) {
           result = -errno;
