@@ -517,8 +517,8 @@ run: {epochs: )" + (deadline ? "3" : "20") + R"(}
     }
     ASSERT_EQ(WEXITSTATUS(status), 0);
     const uint64_t skipped = v["samples_skipped"];
-    EXPECT_GE(skipped, 1u);  // the last epoch at least
-    EXPECT_LE(skipped, 2u);  // not the first
+    EXPECT_GE(skipped, 1u);  // the last epoch at least (a slow start: all three)
+    EXPECT_LE(skipped, 3u);
     EXPECT_EQ(v["samples_delivered"].get<uint64_t>() + skipped, 3u * 200);
     for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
   }
