@@ -450,8 +450,8 @@ run: {epochs: 3, verify: false}
     std::ifstream in(json);
     const nlohmann::json v = nlohmann::json::parse(in)["variants"][0];
     const uint64_t skipped = v["samples_skipped"];
-    EXPECT_GE(skipped, 1u);  // the last epoch at least
-    EXPECT_LE(skipped, 2u);  // not the first
+    EXPECT_GE(skipped, 1u);  // the last epoch at least (a slow start: all three)
+    EXPECT_LE(skipped, 3u);
     EXPECT_EQ(v["samples_delivered"].get<uint64_t>() + skipped, 3u * 201);
     for (const auto& id : v["skipped_samples"]) EXPECT_EQ(id, v["skipped_samples"][0]);
     // Every other file was read whole each epoch: 2 KiB × 200 files, the empty one adds 0.
