@@ -67,6 +67,12 @@ pid_t Spawn(std::vector<std::string> args) {
   return pid;
 }
 
+// A command prefix under which permissions hold even for root: it drops the capabilities
+// that let root read and write anything. Empty for other users.
+std::string WithoutRootOverride() {
+  return geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+}
+
 class Cli : public ::testing::Test {
  protected:
   Cli() : dir_("cli") {}
@@ -270,9 +276,7 @@ TEST_F(Cli, DiskTierInAReadOnlyDirectory) {
   const std::string s =
       Write("bad.yaml", kSmall + std::string("cache: {tiers: [{kind: disk, path: ") + ro.string() +
                             ", capacity: 1MiB}]}\n");
-  // Root writes anywhere; drop the capabilities that let it.
-  const std::string prefix =
-      geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+  const std::string prefix = WithoutRootOverride();
   ExpectBadInput(Stallscope("run " + s, prefix),
                  "cache.tiers.0.path: " + ro.string() + " is not a writable directory");
   std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
@@ -316,9 +320,7 @@ TEST_F(Cli, UnreadableFileInDataset) {
   std::filesystem::permissions(bad, std::filesystem::perms::none);
   const std::string s =
       Write("dir.yaml", "dataset: {path: " + data + "}\nstorage: {kind: directory}\n");
-  // Root reads anything; drop the capabilities that let it, so the file is truly unreadable.
-  const std::string prefix =
-      geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+  const std::string prefix = WithoutRootOverride();
   ExpectBadInput(Stallscope("run " + s, prefix), bad + ": cannot open: Permission denied");
 }
 
@@ -435,9 +437,7 @@ run: {epochs: 3, verify: false}
         std::filesystem::remove(victim);
       }
     });
-    // Root reads anything; drop the capabilities that let it, so the file is truly unreadable.
-    const std::string prefix =
-        geteuid() == 0 ? "setpriv --bounding-set -dac_override,-dac_read_search" : "";
+    const std::string prefix = WithoutRootOverride();
     const Result r =
         Stallscope("run " + s + " --quiet --json " + json, mode == "denied" ? prefix : "");
     remover.join();

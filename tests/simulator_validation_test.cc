@@ -17,7 +17,13 @@
 namespace stallscope {
 namespace {
 
-constexpr double kTolerance = 0.03 * testing::kTimingSlack;
+constexpr double kTolerance = 0.03;
+
+// Sanitized builds (CI runs the suite with ASan+UBSan after the normal pass) look for memory
+// and threading errors: both sides run, a few steps per variant, but the instrumentation
+// distorts the host's speed unevenly (first touches, allocations), so the comparison is
+// checked in normal builds only.
+constexpr bool kCompare = !testing::kSanitized;
 
 struct Case {
   std::string file;
@@ -34,9 +40,9 @@ void Validate(const Case& c, Simulator& sim) {
     // A cluster-sized dataset at one GPU would take minutes per variant: its first steps.
     const uint64_t steps = s.dataset.samples / s.loader.batch_size * s.run.epochs;
     if (steps > 400 && s.run.max_steps == 0) s.run.max_steps = 60;
-    // Under ThreadSanitizer (no accuracy checked, every byte check 5–15× slower): enough
-    // steps to exercise every thread of both sides.
-    if (!testing::kSpeedChecks) {
+    // Sanitized (nothing compared, every byte check several times slower): enough steps to
+    // exercise every thread of both sides.
+    if (!kCompare) {
       const uint64_t few = s.run.warmup_steps + 12;
       s.run.max_steps = s.run.max_steps == 0 ? few : std::min<uint64_t>(s.run.max_steps, few);
     }
@@ -44,9 +50,7 @@ void Validate(const Case& c, Simulator& sim) {
     // shared machine's CPU speed drifts by several per cent between a host-model measurement
     // and the run it is compared with (the simulator's inputs, not its logic).
     VariantResult real, simulated;
-    // Under ThreadSanitizer both sides run (for the threading) but the real one is CPU-bound
-    // by the instrumentation, so the comparison is not checked there.
-    const int attempts = testing::kSpeedChecks ? 2 : 1;
+    const int attempts = kCompare ? 2 : 1;
     for (int attempt = 0; attempt < attempts; ++attempt) {
       const HostModel before = HostModel::Measure(s.dataset.sample_size);
       auto storage = MakeStorage(s, /*quiet=*/true);
@@ -66,7 +70,7 @@ void Validate(const Case& c, Simulator& sim) {
     std::printf("%-28s %-16s real idle %5.1f%%  simulated %5.1f%%  (%+.1f pp)\n", c.label.c_str(),
                 variant.c_str(), real.gpu_idle_fraction * 100, simulated.gpu_idle_fraction * 100,
                 (simulated.gpu_idle_fraction - real.gpu_idle_fraction) * 100);
-    if (testing::kSpeedChecks) {
+    if (kCompare) {
       EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
           << c.label << " / " << variant;
     }

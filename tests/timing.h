@@ -14,6 +14,13 @@ inline constexpr double kTimingSlack = 2.0;
 inline constexpr double kTimingSlack = 1.0;
 #endif
 
+// True in ASan, UBSan-with-ASan and TSan builds.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // Under ThreadSanitizer every instrumented byte check is 5–15× slower, so a run that is
 // storage-bound here becomes CPU-bound there. Tests still run such scenarios under it (for
 // the threading) but skip the checks that depend on the CPU's speed (which stage binds).
