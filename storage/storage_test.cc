@@ -61,6 +61,12 @@ struct Buffers {
   }
   ~Buffers() { std::free(mem); }
   std::byte* at(uint64_t i) { return mem + i * stride; }
+  // Reads of samples 0..n-1, each into its own buffer, tagged with its id.
+  std::vector<ReadRequest> Requests(uint64_t n) {
+    std::vector<ReadRequest> r;
+    for (uint64_t i = 0; i < n; ++i) r.push_back({i, at(i), i});
+    return r;
+  }
   uint64_t stride;
   std::byte* mem;
 };
@@ -115,8 +121,7 @@ TEST(Content, SizesFollowMeanAndStdev) {
 TEST(MemoryStorage, DeliversVerifiableBytes) {
   MemoryStorage s({.samples = 100, .sample_mean = 4096, .sample_stdev = 512, .seed = 9});
   Buffers buf(s, 100);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 100; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(100);
   Collector c;
   s.Submit(reqs, &c);
   ASSERT_EQ(c.results.size(), 100u);
@@ -134,8 +139,7 @@ TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
       .latency_p50_seconds = 0.020, .latency_p99_seconds = 0.080, .max_inflight = 4000};
   SimulatedStorage s({.samples = 2000, .sample_mean = 64, .seed = 3}, o);
   Buffers buf(s, 2000);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 2000; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(2000);
   Collector c;
   const auto t0 = Clock::now();
   s.Submit(reqs, &c);
@@ -158,8 +162,7 @@ TEST(SimulatedStorage, BandwidthIsSharedAndEnforced) {
   SimulatedStorageOptions o{.bandwidth_bytes_per_second = 20e6, .max_inflight = 16};
   SimulatedStorage s({.samples = 400, .sample_mean = 100000, .seed = 3}, o);
   Buffers buf(s, 400);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 400; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(400);
   Collector c;
   const auto t0 = Clock::now();
   s.Submit(reqs, &c);
@@ -174,8 +177,7 @@ TEST(SimulatedStorage, MaxInflightAndIopsLimitConcurrency) {
       .latency_p50_seconds = 0.010, .latency_p99_seconds = 0.010, .max_inflight = 2};
   SimulatedStorage s({.samples = 100, .sample_mean = 16, .seed = 3}, o);
   Buffers buf(s, 100);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 100; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(100);
   Collector c;
   auto t0 = Clock::now();
   s.Submit(reqs, &c);
@@ -220,8 +222,7 @@ TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
     EXPECT_TRUE(s.can_verify());
     s.BeginEpoch(0);
     Buffers buf(s, 300);
-    std::vector<ReadRequest> reqs;
-    for (uint64_t i = 0; i < 300; ++i) reqs.push_back({i, buf.at(i), i});
+    std::vector<ReadRequest> reqs = buf.Requests(300);
     Collector c;
     s.Submit({reqs.data(), 150}, &c);
     s.Submit({reqs.data() + 150, 150}, &c);
@@ -241,8 +242,7 @@ TEST_F(DirectoryStorageTest, PreadFallbackDeliversTheSameBytes) {
   DirectoryStorage s({.path = dir_.string(), .quiet = true, .use_io_uring = false});
   EXPECT_FALSE(s.uses_io_uring());
   Buffers buf(s, 50);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 50; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(50);
   Collector c;
   s.Submit(reqs, &c);
   c.WaitFor(50);
@@ -290,8 +290,7 @@ TEST_F(DirectoryStorageTest, FileThatShrankIsAnErrorNotGarbage) {
   DirectoryStorage s({.path = dir_.string(), .quiet = true});
   std::filesystem::resize_file(dir_ / "class_000/sample_0000002.bin", 100);
   Buffers buf(s, 4);
-  std::vector<ReadRequest> reqs;
-  for (uint64_t i = 0; i < 4; ++i) reqs.push_back({i, buf.at(i), i});
+  std::vector<ReadRequest> reqs = buf.Requests(4);
   Collector c;
   s.Submit(reqs, &c);
   c.WaitFor(4);
@@ -332,8 +331,7 @@ TEST_F(DirectoryStorageTest, ReadPastItsDeadlineIsCancelledWithEtimedout) {
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     const int wfd = writer ? open(fifo.c_str(), O_RDWR | O_CLOEXEC) : -1;
     Buffers buf(s, 4);
-    std::vector<ReadRequest> reqs;
-    for (uint64_t i = 0; i < 4; ++i) reqs.push_back({i, buf.at(i), i});
+    std::vector<ReadRequest> reqs = buf.Requests(4);
     Collector c;
     const auto t0 = Clock::now();
     s.Submit(reqs, &c);

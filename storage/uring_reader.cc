@@ -103,8 +103,6 @@ class UringFileReader::IoThread {
     Wake();
   }
 
-  bool has_deadline() const { return deadline_ns_ > 0; }
-
  private:
   struct Item {
     ReadRequest request;
@@ -457,7 +455,6 @@ UringFileReader::UringFileReader(const FileReadSource& source, const Options& o)
   }
   uring_ok_ = threads_.front()->uring();
   uring_error_ = threads_.front()->uring_error();
-  has_deadline_ = threads_.front()->has_deadline();
 }
 
 UringFileReader::~UringFileReader() = default;

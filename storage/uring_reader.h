@@ -63,8 +63,6 @@ class UringFileReader {
   // Ends every read queued or in flight now with -ECANCELED (reads submitted later run).
   void CancelAll();
   bool uses_io_uring() const { return uring_ok_; }
-  // False when no deadline was asked for, or the kernel cannot time a wait.
-  bool has_deadline() const { return has_deadline_; }
   int uring_error() const { return uring_error_; }
 
  private:
@@ -72,7 +70,6 @@ class UringFileReader {
   std::vector<std::unique_ptr<IoThread>> threads_;
   std::atomic<uint64_t> next_thread_{0};
   bool uring_ok_ = false;
-  bool has_deadline_ = false;
   int uring_error_ = 0;
 };
 
