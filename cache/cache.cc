@@ -18,14 +18,12 @@ Cache::Cache(const Options& o) {
                       "s3-fifo, belady)",
                       key, t.policy));
     }
-    if (t.kind == "memory") {
+    if (t.kind == TierKind::kMemory) {
       tiers_.push_back(std::make_unique<MemoryTier>(t.capacity, t.policy, o.num_samples,
                                                     o.max_sample_bytes, o.oracle));
-    } else if (t.kind == "disk") {
+    } else if (t.kind == TierKind::kDisk) {
       DiskTierOptions d;
-      d.path = t.path;
-      d.capacity = t.capacity;
-      d.policy = t.policy;
+      d.tier = t;
       d.num_ids = o.num_samples;
       d.max_item_bytes = o.max_sample_bytes;
       d.oracle = o.oracle;
@@ -33,10 +31,10 @@ Cache::Cache(const Options& o) {
       d.read_depth = o.io_depth;
       d.quiet = o.quiet;
       d.key = key;
-      d.clear = t.clear;
       tiers_.push_back(std::make_unique<DiskTier>(d));
     } else {
-      throw CacheError(fmt::format("{}.kind: unknown tier kind '{}' (memory | disk)", key, t.kind));
+      throw CacheError(fmt::format("{}.kind: a {} tier cannot be built here (memory | disk)", key,
+                                   NameOf(t.kind)));
     }
   }
 }
@@ -45,7 +43,7 @@ Cache::~Cache() = default;
 
 void CheckTier(const TierOptions& t, const std::string& key) {
   if (t.capacity == 0) throw CacheError(key + ".capacity: must be a positive size");
-  if (t.kind == "disk") DiskTier::CheckPath(t.path, t.capacity, key);
+  if (t.kind == TierKind::kDisk) DiskTier::CheckPath(t.path, t.capacity, key);
 }
 
 Cache::Found Cache::Lookup(uint64_t id, std::byte* dst, uint64_t now) {

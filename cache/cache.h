@@ -23,17 +23,28 @@
 
 #include "cache/policy.h"
 #include "storage/storage.h"
+#include "base/errors.h"
+#include "base/names.h"
 
 namespace stallscope {
 
 // A set-up error naming the scenario key (cache.tiers.N.KEY); exit code 2.
-class CacheError : public std::runtime_error {
+class CacheError : public BadInput {
  public:
-  using std::runtime_error::runtime_error;
+  using BadInput::BadInput;
 };
 
+// memory: a RAM arena; disk: a local directory; distributed: the other nodes' tiers (simulate
+// only; no capacity of its own, and always the last tier).
+enum class TierKind { kMemory, kDisk, kDistributed };
+constexpr NameTable<TierKind, 3> kTierKindNames = {{{TierKind::kMemory, "memory"},
+                                                    {TierKind::kDisk, "disk"},
+                                                    {TierKind::kDistributed, "distributed"}}};
+inline const char* NameOf(TierKind k) { return NameOf(kTierKindNames, k); }
+
+// One entry of cache.tiers (scenarios/README.md).
 struct TierOptions {
-  std::string kind = "memory";  // memory | disk
+  TierKind kind = TierKind::kMemory;
   std::string path;             // disk only: a directory on a local disk
   uint64_t capacity = 0;        // bytes; a hard bound
   std::string policy = "fill-once";
@@ -48,6 +59,9 @@ struct TierOptions {
 // must be, or become, a writable directory, and its capacity must fit in the free space plus
 // what the cache already holds there. Throws CacheError naming `key`.
 void CheckTier(const TierOptions& tier, const std::string& key);
+
+// At most this many tiers (a read's tag carries its tier in 4 bits: pipeline/pipeline.cc).
+constexpr int kMaxCacheTiers = 4;
 
 struct TierStats {
   std::string name;  // "memory", "disk"

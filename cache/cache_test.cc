@@ -39,7 +39,7 @@ std::vector<std::byte> Bytes(uint64_t id, size_t n) {
 Cache::Options MemoryOnly(uint64_t capacity, const std::string& policy, uint64_t n,
                           uint64_t max_bytes) {
   Cache::Options o;
-  o.tiers = {{.kind = "memory", .capacity = capacity, .policy = policy}};
+  o.tiers = {{.kind = TierKind::kMemory, .capacity = capacity, .policy = policy}};
   o.num_samples = n;
   o.max_sample_bytes = max_bytes;
   return o;
@@ -129,9 +129,9 @@ TEST(Cache, BadTierOptionsAreNamedErrors) {
   expect_error(MemoryOnly(0, "lru", 10, 10), "cache.tiers.0.capacity: must be a positive size");
   expect_error(MemoryOnly(100, "clock", 10, 10), "cache.tiers.0.policy: unknown policy 'clock'");
   Cache::Options d = MemoryOnly(100, "lru", 10, 10);
-  d.tiers.push_back({.kind = "disk", .path = "/proc/version/cache", .capacity = 4096});
+  d.tiers.push_back({.kind = TierKind::kDisk, .path = "/proc/version/cache", .capacity = 4096});
   expect_error(d, "cache.tiers.1.path: /proc/version/cache is not a directory");
-  d.tiers[1] = {.kind = "disk", .path = "/tmp/stallscope-huge", .capacity = 1ULL << 60};
+  d.tiers[1] = {.kind = TierKind::kDisk, .path = "/tmp/stallscope-huge", .capacity = 1ULL << 60};
   expect_error(d, "cache.tiers.1.capacity");
 }
 
@@ -164,9 +164,7 @@ class DiskTierTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   DiskTierOptions Options(uint64_t n, uint64_t capacity, const std::string& fp = "fp1") {
-    return {.path = dir_.string(),
-            .capacity = capacity,
-            .policy = "fill-once",
+    return {.tier = {.kind = TierKind::kDisk, .path = dir_.string(), .capacity = capacity},
             .num_ids = n,
             .max_item_bytes = 20000,
             .fingerprint = fp,
@@ -223,7 +221,7 @@ TEST_F(DiskTierTest, CapacityBoundsTheBytesOnDisk) {
   const uint64_t n = 300, cap = 1 << 20;
   {
     DiskTierOptions o = Options(n, cap);
-    o.policy = "fifo";
+    o.tier.policy = "fifo";
     DiskTier tier(o);
     for (uint64_t id = 0; id < n; ++id) {
       tier.Admit(id, Bytes(id, SizeOf(id)), id);

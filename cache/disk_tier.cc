@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include "base/align.h"
 
 namespace stallscope {
 
@@ -24,11 +25,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment and the unit of disk accounting
 constexpr const char* kManifest = "stallscope-cache.json";
 constexpr uint64_t kWakeTag = ~0ULL;
 
-uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 void FormatPath(char* out, const std::string& dir, const char* fmt_name, uint64_t a, uint64_t b,
                 uint64_t c) {
@@ -81,7 +80,7 @@ class DiskTier::Writer {
   int Flags() const { return O_WRONLY | O_CREAT | O_TRUNC | (tier_->direct_ ? O_DIRECT : 0); }
   uint64_t WriteBytes(const Write& w) const {
     const uint64_t size = tier_->size_[w.id];
-    return tier_->direct_ ? RoundUp(size, kBlock) : size;
+    return tier_->direct_ ? RoundUp(size, kBlockBytes) : size;
   }
 
   void QueueChain(uint32_t i) {
@@ -231,7 +230,7 @@ bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::
   unlink(probe.c_str());
   uint64_t held = 0;
   for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.path().filename().string().rfind("e-", 0) == 0) held += RoundUp(e.file_size(ec), kBlock);
+    if (e.path().filename().string().rfind("e-", 0) == 0) held += RoundUp(e.file_size(ec), kBlockBytes);
   }
   struct statvfs vfs;
   if (statvfs(path.c_str(), &vfs) == 0) {
@@ -246,19 +245,19 @@ bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::
 }
 
 DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
-  policy_ = EvictionPolicy::Make(o.policy, o.capacity, o.num_ids, o.oracle);
-  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.policy));
-  if (o.clear) {
+  policy_ = EvictionPolicy::Make(o.tier.policy, o.tier.capacity, o.num_ids, o.oracle);
+  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.tier.policy));
+  if (o.tier.clear) {
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(o.path, ec)) {
+    for (const auto& e : fs::directory_iterator(o.tier.path, ec)) {
       const std::string name = e.path().filename().string();
       if (name.rfind("e-", 0) == 0 || name.rfind("tmp-", 0) == 0) fs::remove(e.path(), ec);
     }
   }
-  direct_ = CheckPath(o.path, o.capacity, o.key);
+  direct_ = CheckPath(o.tier.path, o.tier.capacity, o.key);
   if (!direct_ && !o.quiet) {
     std::fprintf(stderr, "notice: %s refuses O_DIRECT; the disk tier reads and writes buffered\n",
-                 o.path.c_str());
+                 o.tier.path.c_str());
   }
 
   state_ = std::make_unique<std::atomic<uint8_t>[]>(o.num_ids);
@@ -269,13 +268,13 @@ DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
   evicted_.reserve(1024);
   ScanDirectory();
 
-  buffer_bytes_ = RoundUp(std::max<uint64_t>(o.max_item_bytes, 1), kBlock);
+  buffer_bytes_ = RoundUp(std::max<uint64_t>(o.max_item_bytes, 1), kBlockBytes);
   const uint32_t nbuf =
       o.write_buffers > 0
           ? o.write_buffers
           : static_cast<uint32_t>(std::clamp<uint64_t>((256ULL << 20) / buffer_bytes_, 2, 64));
   for (uint32_t i = 0; i < nbuf; ++i) {
-    auto* b = static_cast<std::byte*>(std::aligned_alloc(kBlock, buffer_bytes_));
+    auto* b = static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, buffer_bytes_));
     if (!b) throw CacheError("cannot allocate the disk tier's write buffers");
     std::memset(b, 0, buffer_bytes_);
     buffers_.push_back(b);
@@ -296,7 +295,7 @@ DiskTier::~DiskTier() {
 
 void DiskTier::ScanDirectory() {
   // The manifest names the dataset; entries of another one are not ours to serve.
-  const std::string manifest = options_.path + "/" + kManifest;
+  const std::string manifest = options_.tier.path + "/" + kManifest;
   bool same_dataset = false;
   {
     std::ifstream in(manifest);
@@ -308,7 +307,7 @@ void DiskTier::ScanDirectory() {
   uint64_t wiped = 0;
   std::error_code ec;
   std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> found;
-  for (const auto& e : fs::directory_iterator(options_.path, ec)) {
+  for (const auto& e : fs::directory_iterator(options_.tier.path, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("tmp-", 0) == 0) {  // an interrupted write: never made visible
       fs::remove(e.path(), ec);
@@ -329,9 +328,9 @@ void DiskTier::ScanDirectory() {
   std::sort(found.begin(), found.end());
   for (const auto& [id, size, hash] : found) {
     evicted_.clear();
-    if (!policy_->Admit(id, RoundUp(size, kBlock), 0, evicted_)) {
+    if (!policy_->Admit(id, RoundUp(size, kBlockBytes), 0, evicted_)) {
       char path[kMaxPath];
-      FormatPath(path, options_.path, kEntryFormat, id, size, hash);
+      FormatPath(path, options_.tier.path, kEntryFormat, id, size, hash);
       unlink(path);
       continue;
     }
@@ -343,7 +342,7 @@ void DiskTier::ScanDirectory() {
   for (uint64_t id = 0; id < options_.num_ids; ++id) entries_at_start_ += state_[id] == kReady;
   if (wiped && !options_.quiet) {
     std::fprintf(stderr, "notice: %s held %llu entries of another dataset; removed them\n",
-                 options_.path.c_str(), static_cast<unsigned long long>(wiped));
+                 options_.tier.path.c_str(), static_cast<unsigned long long>(wiped));
   }
   std::ofstream out(manifest);
   out << nlohmann::json{{"fingerprint", options_.fingerprint}, {"version", 1}}.dump() << "\n";
@@ -351,12 +350,12 @@ void DiskTier::ScanDirectory() {
 
 std::string DiskTier::EntryPath(uint64_t id) const {
   char path[kMaxPath];
-  FormatPath(path, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+  FormatPath(path, options_.tier.path, kEntryFormat, id, size_[id], hash_[id]);
   return path;
 }
 
 const char* DiskTier::PathOf(uint64_t id, char* scratch) const {
-  FormatPath(scratch, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+  FormatPath(scratch, options_.tier.path, kEntryFormat, id, size_[id], hash_[id]);
   return scratch;
 }
 
@@ -412,7 +411,7 @@ void DiskTier::RemoveFileLocked(uint64_t id) {
   } else if (s == kReady) {
     state_[id].store(kAbsent, std::memory_order_release);
     char path[kMaxPath];
-    FormatPath(path, options_.path, kEntryFormat, id, size_[id], hash_[id]);
+    FormatPath(path, options_.tier.path, kEntryFormat, id, size_[id], hash_[id]);
     unlink(path);
   }
 }
@@ -429,7 +428,7 @@ void DiskTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t now)
       return;
     }
     evicted_.clear();
-    if (!policy_->Admit(id, RoundUp(data.size(), kBlock), now, evicted_)) return;
+    if (!policy_->Admit(id, RoundUp(data.size(), kBlockBytes), now, evicted_)) return;
     for (uint64_t v : evicted_) RemoveFileLocked(v);  // the policy already forgot v
     buffer = free_buffers_.back();
     free_buffers_.pop_back();
@@ -439,14 +438,14 @@ void DiskTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t now)
   }
   std::byte* b = buffers_[buffer];
   std::memcpy(b, data.data(), data.size());
-  if (direct_) std::memset(b + data.size(), 0, RoundUp(data.size(), kBlock) - data.size());
+  if (direct_) std::memset(b + data.size(), 0, RoundUp(data.size(), kBlockBytes) - data.size());
   size_[id] = data.size();
   hash_[id] = XXH3_64bits(data.data(), data.size());
   Write& w = writer_->slot(buffer);
   w.id = id;
   w.buffer = buffer;
-  FormatPath(w.final, options_.path, kEntryFormat, id, size_[id], hash_[id]);
-  FormatPath(w.tmp, options_.path, kTmpFormat, id, static_cast<uint64_t>(getpid()), buffer);
+  FormatPath(w.final, options_.tier.path, kEntryFormat, id, size_[id], hash_[id]);
+  FormatPath(w.tmp, options_.tier.path, kTmpFormat, id, static_cast<uint64_t>(getpid()), buffer);
   writer_->Enqueue(buffer);
 }
 
@@ -476,8 +475,8 @@ void DiskTier::Flush() {
 TierStats DiskTier::Stats() const {
   TierStats s;
   s.name = "disk";
-  s.policy = options_.policy;
-  s.capacity = options_.capacity;
+  s.policy = options_.tier.policy;
+  s.capacity = options_.tier.capacity;
   s.hits = hits_.load(std::memory_order_relaxed);
   s.misses = misses_.load(std::memory_order_relaxed);
   s.bytes_served = served_.load(std::memory_order_relaxed);
@@ -490,8 +489,8 @@ TierStats DiskTier::Stats() const {
 }
 
 std::string DiskTier::Describe() const {
-  return fmt::format("disk {} {:.1f} MiB {}{} ({} entries at start)", options_.path,
-                     static_cast<double>(options_.capacity) / (1 << 20), options_.policy,
+  return fmt::format("disk {} {:.1f} MiB {}{} ({} entries at start)", options_.tier.path,
+                     static_cast<double>(options_.tier.capacity) / (1 << 20), options_.tier.policy,
                      direct_ ? " O_DIRECT" : "", entries_at_start_);
 }
 

@@ -42,9 +42,7 @@
 namespace stallscope {
 
 struct DiskTierOptions {
-  std::string path;
-  uint64_t capacity = 0;
-  std::string policy = "fill-once";
+  TierOptions tier;  // path, capacity, policy, clear (the scenario's cache.tiers.N)
   uint64_t num_ids = 0;
   uint64_t max_item_bytes = 0;
   const AccessOracle* oracle = nullptr;
@@ -52,7 +50,6 @@ struct DiskTierOptions {
   uint32_t read_depth = 64;
   uint32_t write_buffers = 0;  // writes in flight; 0 = 256 MiB worth, between 2 and 64
   bool quiet = false;
-  bool clear = false;                 // remove every entry at start
   std::string key = "cache.tiers.0";  // for error messages
 };
 

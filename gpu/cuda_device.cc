@@ -12,7 +12,7 @@
 #include "gpu/cuda_util.h"
 #include "gpu/cupti_busy.h"
 #include "gpu/mlp_model.h"
-#include "pipeline/units.h"
+#include "base/units.h"
 
 namespace stallscope::gpu {
 namespace {
@@ -64,8 +64,8 @@ struct CudaDevice::Impl {
     s.hidden = hidden;
     size_t free = 0, total = 0;
     STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
-    if (static_cast<double>(MlpModel::DeviceBytes(s, options.own_gemm)) > 0.85 * free) return -1;
-    auto m = std::make_unique<MlpModel>(s, options.own_gemm, cublas, compute_stream, options.seed);
+    if (static_cast<double>(MlpModel::DeviceBytes(s, (options.device.gemm == GemmKind::kOwn))) > 0.85 * free) return -1;
+    auto m = std::make_unique<MlpModel>(s, (options.device.gemm == GemmKind::kOwn), cublas, compute_stream, options.seed);
     for (int i = 0; i < 2; ++i) m->EnqueueSyntheticStep(i);
     STALLSCOPE_CUDA(cudaStreamSynchronize(compute_stream));
     std::vector<double> times;
@@ -88,9 +88,9 @@ struct CudaDevice::Impl {
   }
 
   void Calibrate() {
-    const double target = options.step_time;
+    const double target = options.device.step_time;
     const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers,
-                                        shape.classes, target, options.own_gemm);
+                                        shape.classes, target, (options.device.gemm == GemmKind::kOwn));
     {
       std::lock_guard lock(calibration_mu);
       if (auto it = calibrations.find(key); it != calibrations.end()) {
@@ -177,22 +177,22 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
   d.step_start = std::make_unique<Event>();
   d.step_end = std::make_unique<Event>();
   d.shape =
-      MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.input),
-               static_cast<int>(o.hidden), static_cast<int>(o.layers), static_cast<int>(o.classes)};
-  if (o.hidden == 0) {
+      MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.device.model.input),
+               static_cast<int>(o.device.model.hidden), static_cast<int>(o.device.model.layers), static_cast<int>(o.device.model.classes)};
+  if (o.device.model.hidden == 0) {
     d.Calibrate();
   } else {
     size_t free = 0, total = 0;
     STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
-    const uint64_t need = MlpModel::DeviceBytes(d.shape, o.own_gemm);
+    const uint64_t need = MlpModel::DeviceBytes(d.shape, (o.device.gemm == GemmKind::kOwn));
     if (static_cast<double>(need) > 0.9 * free) {
       throw CudaSetupError(fmt::format(
           "{}: the model (input {}, hidden {}, {} layers, {} classes, batch {}) needs {} of "
           "device memory; {} has {} free of {}",
-          d.Where(), o.input, o.hidden, o.layers, o.classes, o.batch_size, Gib(need), d.prop.name,
+          d.Where(), o.device.model.input, o.device.model.hidden, o.device.model.layers, o.device.model.classes, o.batch_size, Gib(need), d.prop.name,
           Gib(free), Gib(total)));
     }
-    d.step_seconds = d.MeasureStep(static_cast<int>(o.hidden), &d.model);
+    d.step_seconds = d.MeasureStep(static_cast<int>(o.device.model.hidden), &d.model);
   }
 }
 
@@ -329,7 +329,7 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   r.facts.emplace_back("layers", d.shape.layers);
   r.facts.emplace_back(d.calibrated ? "calibrated_step_seconds" : "measured_step_seconds",
                        d.step_seconds);
-  r.facts.emplace_back("target_step_seconds", d.calibrated ? d.options.step_time : 0.0);
+  r.facts.emplace_back("target_step_seconds", d.calibrated ? d.options.device.step_time : 0.0);
   r.facts.emplace_back("step_tflops",
                        MlpModel::StepFlops({d.shape.batch, d.shape.input, d.model->padded_hidden(),
                                             d.shape.layers, d.shape.classes}) /

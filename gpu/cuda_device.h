@@ -21,25 +21,25 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_options.h"
 #include "pipeline/device.h"
+#include "base/errors.h"
 
 namespace stallscope::gpu {
 
 struct CudaDeviceOptions {
+  DeviceOptions device;       // the scenario's gpu section (step_time, model, gemm)
   std::string scenario_file;  // for error messages
-  uint32_t batch_size = 256;
-  uint32_t input = 1024, hidden = 0, layers = 4, classes = 100;
-  double step_time = 0.050;  // calibration target when hidden == 0
-  bool own_gemm = false;
-  uint64_t seed = 1;
+  uint32_t batch_size = 0;    // REQUIRES > 0: the loader's batch_size (rows per step)
+  uint64_t seed = 0;          // the scenario's seed (the model's initial weights)
   bool cupti = true;
 };
 
 // Thrown for what the user asked that this GPU cannot do (too large, unreachable step time):
 // the CLI maps it to exit code 2.
-class CudaSetupError : public std::runtime_error {
+class CudaSetupError : public BadInput {
  public:
-  using std::runtime_error::runtime_error;
+  using BadInput::BadInput;
 };
 
 class CudaDevice final : public Device {

@@ -10,10 +10,10 @@
 #include "gpu/cuda_util.h"
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
-#include "gpu/make_device.h"
+#include "app/make_device.h"
 #include "gpu/mlp_model.h"
-#include "pipeline/runner.h"
-#include "pipeline/scenario.h"
+#include "app/runner.h"
+#include "config/scenario.h"
 
 namespace stallscope::gpu {
 namespace {
@@ -36,8 +36,8 @@ TEST(CudaDevice, WithoutAGpuCudaIsAClearSetupError) {
   const Scenario s = FromYaml("gpu: {device: cuda}\n");
   try {
     MakeDevice(s);
-    FAIL() << "expected a SetupError";
-  } catch (const SetupError& e) {
+    FAIL() << "expected a BadInput";
+  } catch (const BadInput& e) {
     EXPECT_NE(std::string(e.what()).find("no CUDA GPU"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("gpu.yaml"), std::string::npos) << e.what();
   }
@@ -155,13 +155,13 @@ TEST(CudaDevice, ImpossibleModelsAreSetupErrors) {
   REQUIRE_GPU();
   Scenario s = FromYaml(kComputeBound);
   s.gpu.model.hidden = 1 << 20;  // 4 TiB of weights
-  EXPECT_THROW(MakeDevice(s), SetupError);
+  EXPECT_THROW(MakeDevice(s), BadInput);
   s.gpu.model.hidden = 0;
   s.gpu.step_time = 1e-6;  // shorter than any step
   try {
     MakeDevice(s);
-    FAIL() << "expected a SetupError";
-  } catch (const SetupError& e) {
+    FAIL() << "expected a BadInput";
+  } catch (const BadInput& e) {
     EXPECT_NE(std::string(e.what()).find("cannot be reached"), std::string::npos) << e.what();
   }
 }

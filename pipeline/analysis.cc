@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "pipeline/units.h"
+#include "base/units.h"
 
 namespace stallscope {
 namespace {

@@ -13,7 +13,6 @@
 #ifndef STALLSCOPE_PIPELINE_DEVICE_H_
 #define STALLSCOPE_PIPELINE_DEVICE_H_
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -21,11 +20,10 @@
 #include <utility>
 #include <vector>
 
-namespace stallscope {
+#include "base/clock.h"
+#include "base/errors.h"
 
-inline double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+namespace stallscope {
 
 // A staged batch in host memory, laid out as `samples` rows of `row_bytes`.
 struct DeviceBatch {
@@ -57,9 +55,9 @@ struct DeviceReport {
   std::vector<std::string> notes;                     // e.g. why CUPTI was not used
 };
 
-class DeviceError : public std::runtime_error {
+class DeviceError : public RunFailed {
  public:
-  using std::runtime_error::runtime_error;
+  using RunFailed::RunFailed;
 };
 
 class Device {

@@ -10,11 +10,11 @@
 
 #include "pipeline/nvtx.h"
 #include "pipeline/preprocess.h"
+#include "base/align.h"
 
 namespace stallscope {
 namespace {
 
-uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 // A read's tag: slot << 32 | index in the batch, and for a cache tier's read, tier + 1 in
 // bits 56..59 (0 = a storage read).
@@ -38,8 +38,8 @@ struct FreeDeleter {
 
 // Page-aligned (O_DIRECT needs 4096), pre-faulted so no page fault lands on the hot path.
 std::unique_ptr<std::byte[], FreeDeleter> AllocateStaging(uint64_t bytes) {
-  bytes = RoundUp(std::max<uint64_t>(bytes, 1), 4096);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
+  bytes = RoundUp(std::max<uint64_t>(bytes, 1), kBlockBytes);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, bytes));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, bytes);
   return std::unique_ptr<std::byte[], FreeDeleter>(p);
@@ -80,44 +80,18 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
       storage_(storage),
       cache_(cache),
       device_(device),
-      sampler_(storage.num_samples(), options.seed) {
-  if (options.preprocess != "none" && options.preprocess != "normalize" &&
-      options.preprocess != "jpeg-decode") {
-    throw std::invalid_argument("loader.preprocess: '" + options.preprocess +
-                                "': expected none, normalize or jpeg-decode");
-  }
-  if (options.preprocess == "jpeg-decode" &&
-      (options.image_size < 8 || options.image_size > 4096)) {
-    throw std::invalid_argument("loader.preprocess.size: expected 8 to 4096 pixels");
-  }
+      sampler_(storage.num_samples(), options.seed),
+      plan_(PlanFor(options, storage)) {
   if (cache.num_tiers() > kMaxCacheTiers) {
-    throw std::invalid_argument(fmt::format("cache.tiers: at most {} tiers", kMaxCacheTiers));
+    throw BadInput(fmt::format("cache.tiers: at most {} tiers", kMaxCacheTiers));
   }
-  const uint64_t n = storage.num_samples();
-  const uint32_t batch = std::max<uint32_t>(options.batch_size, 1);
-  batches_per_epoch_ = (n + batch - 1) / batch;
-  total_batches_ = batches_per_epoch_ * std::max<uint32_t>(options.epochs, 1);
-  if (options.max_steps > 0) total_batches_ = std::min(total_batches_, options.max_steps);
-
-  jpeg_ = options.preprocess == "jpeg-decode";
-  normalize_ = options.preprocess == "normalize" || jpeg_;  // both stage float rows
-  preprocess_stage_ =
-      normalize_ || options.preprocess_cost > 0 || (options.verify && storage.can_verify());
-  // Block-aligned, block-rounded rows: storage and disk-tier reads may be O_DIRECT.
-  raw_stride_ = RoundUp(std::max<uint64_t>(storage.max_sample_bytes(), 1), 4096);
-  staged_stride_ =
-      jpeg_ ? RoundUp(JpegSampleFloats(static_cast<int>(options.image_size)) * sizeof(float), 64)
-      : normalize_ ? RoundUp(storage.max_sample_bytes() * sizeof(float), 64)
-                   : raw_stride_;
-  // Chunks: enough that every worker has work even on a single batch (prefetch 0).
-  chunks_per_batch_ = std::min<uint32_t>(batch, std::max<uint32_t>(options.workers, 1) * 2);
-
-  const uint32_t num_slots = options.prefetch + 1;
+  const uint32_t batch = plan_.batch_size;
+  const uint32_t num_slots = plan_.slots;
   for (uint32_t s = 0; s < num_slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->index = static_cast<int>(s);
-    slot->raw = AllocateStaging(raw_stride_ * batch);
-    if (normalize_) slot->staged = AllocateStaging(staged_stride_ * batch);
+    slot->raw = AllocateStaging(plan_.raw_stride * batch);
+    if (plan_.normalize) slot->staged = AllocateStaging(plan_.staged_stride * batch);
     slot->ids.resize(batch);
     slot->bytes.resize(batch);
     slot->labels.resize(batch);
@@ -129,12 +103,19 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     for (auto& r : slot->tier_requests) r.reserve(batch);
     slots_.push_back(std::move(slot));
   }
-  device_.Prepare(staged_stride_ * batch, batch);
+  device_.Prepare(plan_.staged_stride * batch, batch);
   // What the copy stage reads is offered to the device for pinning (DMA without a bounce).
   for (auto& slot : slots_) {
     device_.PinHost(CopySource(*slot),
-                    RoundUp(std::max<uint64_t>(staged_stride_ * batch, 1), 4096));
+                    RoundUp(std::max<uint64_t>(plan_.staged_stride * batch, 1), kBlockBytes));
   }
+}
+
+RunPlan Pipeline::PlanFor(const PipelineOptions& options, const Storage& storage) {
+  return MakeRunPlan(options.loader, options.run,
+                     {.samples = storage.num_samples(),
+                      .max_sample_bytes = storage.max_sample_bytes(),
+                      .can_verify = storage.can_verify()});
 }
 
 Pipeline::~Pipeline() {
@@ -142,12 +123,12 @@ Pipeline::~Pipeline() {
 }
 
 std::byte* Pipeline::CopySource(const Slot& slot) const {
-  return normalize_ ? slot.staged.get() : slot.raw.get();
+  return plan_.normalize ? slot.staged.get() : slot.raw.get();
 }
 
 uint64_t Pipeline::staging_bytes() const {
   const uint64_t per_slot =
-      raw_stride_ * options_.batch_size + (normalize_ ? staged_stride_ * options_.batch_size : 0);
+      plan_.raw_stride * options_.loader.batch_size + (plan_.normalize ? plan_.staged_stride * options_.loader.batch_size : 0);
   return per_slot * slots_.size();
 }
 
@@ -181,31 +162,31 @@ void Pipeline::StopAll() {
 }
 
 RunRecord Pipeline::Run() {
-  records_.assign(total_batches_, BatchRecord{});
-  slot_of_batch_.assign(total_batches_, -1);
-  ready_.assign(total_batches_, 0);
-  copied_.assign(total_batches_, 0);
+  records_.assign(plan_.total_batches, BatchRecord{});
+  slot_of_batch_.assign(plan_.total_batches, -1);
+  ready_.assign(plan_.total_batches, 0);
+  copied_.assign(plan_.total_batches, 0);
   free_slots_.clear();
   for (int s = static_cast<int>(slots_.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
-  worker_busy_.assign(std::max<uint32_t>(options_.workers, 1), 0.0);
+  worker_busy_.assign(std::max<uint32_t>(options_.loader.workers, 1), 0.0);
   if (options_.trace) {
-    read_spans_.assign(total_batches_ * options_.batch_size, ReadSpan{});
+    read_spans_.assign(plan_.total_batches * options_.loader.batch_size, ReadSpan{});
     chunk_spans_.assign(worker_busy_.size(), {});
     for (auto& c : chunk_spans_)
-      c.reserve(total_batches_ * chunks_per_batch_ / worker_busy_.size() + 16);
+      c.reserve(plan_.total_batches * plan_.chunks_per_batch / worker_busy_.size() + 16);
   }
-  if (options_.preprocess_cost > 0) CpuBurner::Get();  // calibrate before the clock starts
+  if (options_.loader.preprocess.cost > 0) CpuBurner::Get();  // calibrate before the clock starts
 
   RunRecord rec;
   rec.device = device_.name();
-  rec.batches_per_epoch = batches_per_epoch_;
+  rec.batches_per_epoch = plan_.batches_per_epoch;
   rec.start = MonotonicSeconds();
 
   nvtx::Initialize();
   std::thread fetcher([this] { FetcherLoop(); });
   std::vector<std::thread> workers;
-  if (preprocess_stage_) {
-    for (uint32_t w = 0; w < std::max<uint32_t>(options_.workers, 1); ++w) {
+  if (plan_.preprocess_stage) {
+    for (uint32_t w = 0; w < std::max<uint32_t>(options_.loader.workers, 1); ++w) {
       workers.emplace_back([this, w] { WorkerLoop(static_cast<int>(w)); });
     }
   }
@@ -215,7 +196,7 @@ RunRecord Pipeline::Run() {
   // The device thread: this one.
   double previous_end = 0;
   try {
-    for (uint64_t b = 0; b < total_batches_; ++b) {
+    for (uint64_t b = 0; b < plan_.total_batches; ++b) {
       {
         std::unique_lock lock(mu_);
         device_batch_ = b;
@@ -231,8 +212,8 @@ RunRecord Pipeline::Run() {
       DeviceBatch db;
       db.step = b;
       db.samples = r.samples - r.skipped;  // as copied (skipped rows were closed up)
-      db.row_bytes = staged_stride_;
-      db.rows_are_floats = normalize_;
+      db.row_bytes = plan_.staged_stride;
+      db.rows_are_floats = plan_.normalize;
       const double earliest = b == 0 ? r.copy_done : std::max(previous_end, r.copy_done);
       const StepTiming t = device_.Step(static_cast<int>(b % 2), db, earliest);
       r.step_start = t.start;
@@ -240,7 +221,7 @@ RunRecord Pipeline::Run() {
       r.step_busy = t.busy;
       r.queues = SampleQueues(b);
       if (options_.observer) {
-        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.warmup_steps,
+        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.run.warmup_steps,
                                   r.queues);
       }
       previous_end = t.end;
@@ -257,7 +238,7 @@ RunRecord Pipeline::Run() {
   }
   {
     std::lock_guard lock(mu_);
-    device_batch_ = total_batches_;
+    device_batch_ = plan_.total_batches;
     stop_ = true;
   }
   fetch_cv_.notify_all();
@@ -298,9 +279,9 @@ RunRecord Pipeline::Run() {
   }
   rec.end = MonotonicSeconds();
   rec.batches = std::move(records_);
-  rec.preprocess_stage = preprocess_stage_;
-  rec.batch_size = options_.batch_size;
-  rec.warmup_steps = options_.warmup_steps;
+  rec.preprocess_stage = plan_.preprocess_stage;
+  rec.batch_size = options_.loader.batch_size;
+  rec.warmup_steps = options_.run.warmup_steps;
   rec.reads = std::move(read_spans_);
   for (auto& c : chunk_spans_) rec.chunks.insert(rec.chunks.end(), c.begin(), c.end());
   for (double w : worker_busy_) rec.worker_busy_seconds += w;
@@ -322,7 +303,7 @@ QueueDepths Pipeline::SampleQueues(uint64_t step) {
   QueueDepths q;
   std::lock_guard lock(mu_);
   q.preprocessing = static_cast<uint32_t>(fetched_.size());
-  for (uint64_t k = step + 1; k < total_batches_ && slot_of_batch_[k] >= 0; ++k) {
+  for (uint64_t k = step + 1; k < plan_.total_batches && slot_of_batch_[k] >= 0; ++k) {
     q.ready += ready_[k] && !copied_[k];
   }
   // Slots in use hold batches being fetched, waiting for or in the workers, or ready.
@@ -334,14 +315,14 @@ QueueDepths Pipeline::SampleQueues(uint64_t step) {
 void Pipeline::FetcherLoop() {
   std::vector<uint64_t> order;
   uint64_t order_epoch = ~0ULL;
-  for (uint64_t b = 0; b < total_batches_; ++b) {
-    const uint64_t epoch = b / batches_per_epoch_;
+  for (uint64_t b = 0; b < plan_.total_batches; ++b) {
+    const uint64_t epoch = b / plan_.batches_per_epoch;
     int slot_index;
     {
       std::unique_lock lock(mu_);
       fetch_cv_.wait(lock, [&] {
         return stop_ ||
-               (b <= device_batch_ + options_.prefetch && !free_slots_.empty() &&
+               (b <= device_batch_ + options_.loader.prefetch && !free_slots_.empty() &&
                 (epoch == order_epoch || !storage_.needs_epoch_barrier() || fetches_done_ == b));
       });
       if (stop_) return;
@@ -366,10 +347,10 @@ void Pipeline::SnapshotEvictions() {
 }
 
 void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& order) {
-  const uint64_t epoch = b / batches_per_epoch_;
-  const uint64_t first = (b % batches_per_epoch_) * options_.batch_size;
+  const uint64_t epoch = b / plan_.batches_per_epoch;
+  const uint64_t first = (b % plan_.batches_per_epoch) * options_.loader.batch_size;
   const uint32_t count =
-      static_cast<uint32_t>(std::min<uint64_t>(options_.batch_size, order.size() - first));
+      static_cast<uint32_t>(std::min<uint64_t>(options_.loader.batch_size, order.size() - first));
   BatchRecord& r = records_[b];
   r.epoch = static_cast<uint32_t>(epoch);
   r.samples = count;
@@ -396,7 +377,7 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
     slot.attempts[i] = 0;
     slot.skipped[i] = 0;
     slot.access[i] = epoch * order.size() + first + i;
-    std::byte* dst = slot.raw_at(i, raw_stride_);
+    std::byte* dst = slot.raw_at(i, plan_.raw_stride);
     const double lookup_start = options_.trace ? MonotonicSeconds() : 0;
     const Cache::Found found = cache_.Lookup(id, dst, slot.access[i]);
     if (options_.trace) {
@@ -466,13 +447,13 @@ void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
     const std::string why = result == -ETIMEDOUT ? std::string("timed out")
                             : result < 0         ? std::strerror(static_cast<int>(-result))
                                                  : fmt::format("{} of {} bytes", result, bytes);
-    if (options_.on_error != "fail" && slot.attempts[i] < options_.retries &&
+    if (options_.loader.on_error != OnError::kFail && slot.attempts[i] < plan_.retries &&
         !failed_.load(std::memory_order_relaxed)) {
       slot.attempts[i]++;
       ScheduleRetry(request, slot.attempts[i]);  // still outstanding until it completes
       return;
     }
-    if (options_.on_error == "skip") {
+    if (options_.loader.on_error == OnError::kSkip) {
       slot.skipped[i] = 1;
       std::lock_guard lock(mu_);
       skipped_.push_back(request.sample);
@@ -497,9 +478,9 @@ void Pipeline::FetchDone(Slot& slot) {
   for (uint32_t i = 0; i < slot.count; ++i) r.skipped += slot.skipped[i];
   if (options_.trace) {
     std::copy(slot.spans.begin(), slot.spans.begin() + slot.count,
-              read_spans_.begin() + slot.batch * options_.batch_size);
+              read_spans_.begin() + slot.batch * options_.loader.batch_size);
   }
-  if (!preprocess_stage_) {
+  if (!plan_.preprocess_stage) {
     r.preprocess_done = r.fetch_done;
     MarkReady(slot);
     return;
@@ -523,7 +504,7 @@ void Pipeline::MarkReady(Slot& slot) {
     for (uint32_t i = 0; i < slot.count; ++i) {
       if (slot.skipped[i]) continue;
       if (i != j) {
-        std::memmove(rows + j * staged_stride_, rows + i * staged_stride_, staged_stride_);
+        std::memmove(rows + j * plan_.staged_stride, rows + i * plan_.staged_stride, plan_.staged_stride);
         slot.labels[j] = slot.labels[i];
       }
       ++j;
@@ -532,21 +513,21 @@ void Pipeline::MarkReady(Slot& slot) {
   }
   {
     std::lock_guard lock(mu_);
-    if (!preprocess_stage_) fetches_done_++;
+    if (!plan_.preprocess_stage) fetches_done_++;
     ready_[slot.batch] = 1;
   }
   copy_cv_.notify_all();
-  if (!preprocess_stage_) fetch_cv_.notify_all();
+  if (!plan_.preprocess_stage) fetch_cv_.notify_all();
 }
 
 void Pipeline::WorkerLoop(int worker) {
-  const CpuBurner* burner = options_.preprocess_cost > 0 ? &CpuBurner::Get() : nullptr;
-  const bool verify = options_.verify && storage_.can_verify();
+  const CpuBurner* burner = options_.loader.preprocess.cost > 0 ? &CpuBurner::Get() : nullptr;
+  const bool verify = plan_.verify;
   uint64_t sink = 0;  // keeps the burned work observable
   double busy = 0;
   std::unique_ptr<JpegDecoder> jpeg;  // one per worker: TurboJPEG handles are per thread
   RgbImage image;
-  if (jpeg_) jpeg = std::make_unique<JpegDecoder>();
+  if (plan_.jpeg) jpeg = std::make_unique<JpegDecoder>();
   while (true) {
     Slot* slot;
     uint32_t chunk;
@@ -557,18 +538,18 @@ void Pipeline::WorkerLoop(int worker) {
       if (stop_ && failed_) break;
       slot = slots_[fetched_.front()].get();
       chunk = slot->next_chunk++;
-      if (slot->next_chunk == chunks_per_batch_) fetched_.pop_front();
+      if (slot->next_chunk == plan_.chunks_per_batch) fetched_.pop_front();
       if (!fetched_.empty()) worker_cv_.notify_one();
     }
     nvtx::ScopedRange range("stallscope: preprocess");
     const double t0 = MonotonicSeconds();
-    const uint32_t per = (slot->count + chunks_per_batch_ - 1) / chunks_per_batch_;
+    const uint32_t per = (slot->count + plan_.chunks_per_batch - 1) / plan_.chunks_per_batch;
     const uint32_t begin = std::min(slot->count, chunk * per);
     const uint32_t end = std::min(slot->count, begin + per);
     uint64_t verified = 0, bad = 0;
     for (uint32_t i = begin; i < end; ++i) {
       if (slot->skipped[i]) continue;
-      const std::byte* raw = slot->raw_at(i, raw_stride_);
+      const std::byte* raw = slot->raw_at(i, plan_.raw_stride);
       if (verify) {
         if (storage_.Verify(slot->ids[i], {raw, slot->bytes[i]})) {
           ++verified;
@@ -577,24 +558,24 @@ void Pipeline::WorkerLoop(int worker) {
         }
       }
       float* staged =
-          normalize_ ? reinterpret_cast<float*>(slot->staged.get() + i * staged_stride_) : nullptr;
-      if (jpeg_) {
+          plan_.normalize ? reinterpret_cast<float*>(slot->staged.get() + i * plan_.staged_stride) : nullptr;
+      if (plan_.jpeg) {
         std::string why;
         if (!DecodeJpegSample(*jpeg, image, raw, slot->bytes[i],
-                              static_cast<int>(options_.image_size), staged, &why)) {
+                              static_cast<int>(options_.loader.preprocess.image_size), staged, &why)) {
           ++bad;  // undecodable content: counted with the integrity errors
         }
-      } else if (normalize_) {
+      } else if (plan_.normalize) {
         NormalizeBytes(raw, slot->bytes[i], staged);
       }
-      if (burner) sink ^= burner->Burn(options_.preprocess_cost, slot->ids[i]);
+      if (burner) sink ^= burner->Burn(options_.loader.preprocess.cost, slot->ids[i]);
     }
     if (verified) verified_.fetch_add(verified, std::memory_order_relaxed);
     if (bad) integrity_errors_.fetch_add(bad, std::memory_order_relaxed);
     const double t1 = MonotonicSeconds();
     busy += t1 - t0;
     if (options_.trace) chunk_spans_[worker].push_back({t0, t1, slot->batch, worker, end - begin});
-    if (slot->chunks_done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_per_batch_) {
+    if (slot->chunks_done.fetch_add(1, std::memory_order_acq_rel) + 1 == plan_.chunks_per_batch) {
       records_[slot->batch].preprocess_done = t1;
       MarkReady(*slot);
     }
@@ -606,7 +587,7 @@ void Pipeline::WorkerLoop(int worker) {
 void Pipeline::ScheduleRetry(const ReadRequest& request, uint32_t attempt) {
   // Exponential backoff: retry_backoff, twice that, … at most 1 s.
   const double delay =
-      std::min(1.0, options_.retry_backoff * std::ldexp(1.0, static_cast<int>(attempt) - 1));
+      std::min(1.0, options_.loader.retry_backoff * std::ldexp(1.0, static_cast<int>(attempt) - 1));
   {
     std::lock_guard lock(retry_mu_);
     retries_.push_back({MonotonicSeconds() + delay, request});
@@ -643,14 +624,14 @@ DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {
   db.step = slot.batch;
   db.samples = slot.delivered;
   db.data = CopySource(slot);
-  db.row_bytes = staged_stride_;
-  db.rows_are_floats = normalize_;
+  db.row_bytes = plan_.staged_stride;
+  db.rows_are_floats = plan_.normalize;
   db.labels = slot.labels.data();
   return db;
 }
 
 void Pipeline::CopyLoop() {
-  for (uint64_t b = 0; b < total_batches_; ++b) {
+  for (uint64_t b = 0; b < plan_.total_batches; ++b) {
     Slot* slot;
     {
       std::unique_lock lock(mu_);

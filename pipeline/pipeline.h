@@ -33,12 +33,12 @@
 
 #include "cache/cache.h"
 #include "pipeline/device.h"
+#include "pipeline/options.h"
+#include "pipeline/run_plan.h"
 #include "pipeline/sampler.h"
 #include "storage/storage.h"
 
 namespace stallscope {
-
-constexpr int kMaxCacheTiers = 4;
 
 struct BatchRecord;
 
@@ -59,25 +59,6 @@ class StepObserver {
 
  protected:
   ~StepObserver() = default;
-};
-
-struct PipelineOptions {
-  uint64_t seed = 42;
-  uint32_t batch_size = 256;
-  uint32_t prefetch = 4;
-  uint32_t workers = 2;
-  std::string preprocess = "normalize";  // none | normalize | jpeg-decode
-  double preprocess_cost = 0;            // seconds of extra CPU work per sample
-  uint32_t image_size = 224;             // jpeg-decode: output side in pixels
-  uint32_t epochs = 1;
-  uint64_t max_steps = 0;  // 0 = whole epochs
-  bool verify = true;
-  std::string on_error = "retry";  // retry | skip | fail
-  uint32_t retries = 3;
-  double retry_backoff = 0.010;      // seconds before the first retry, doubling, at most 1 s
-  bool trace = false;                // record every read and preprocessing chunk (for --trace)
-  uint32_t warmup_steps = 1;         // steps outside the measured window
-  StepObserver* observer = nullptr;  // borrowed; called after every step
 };
 
 // One step's batch, from its first read to the end of its training step.
@@ -150,8 +131,12 @@ struct LiveCounters {
 class Pipeline final : private ReadCallback {
  public:
   // Storage, cache and device are borrowed and must outlive the Pipeline.
-  // Throws std::invalid_argument for options this build cannot run.
+  // Throws BadInput for options no run can have (MakeRunPlan, too many cache tiers).
   Pipeline(const PipelineOptions& options, Storage& storage, Cache& cache, Device& device);
+
+  // The plan a Pipeline with these options runs over `storage` (what the constructor uses).
+  static RunPlan PlanFor(const PipelineOptions& options, const Storage& storage);
+  const RunPlan& plan() const { return plan_; }
   ~Pipeline();
 
   RunRecord Run();
@@ -160,7 +145,7 @@ class Pipeline final : private ReadCallback {
   // Safe from any thread.
   void RequestStop();
   const LiveCounters& live() const { return live_; }
-  uint64_t total_steps() const { return total_batches_; }
+  uint64_t total_steps() const { return plan_.total_batches; }
   // Bytes of staging memory allocated up front (for the start-up banner).
   uint64_t staging_bytes() const;
 
@@ -191,14 +176,7 @@ class Pipeline final : private ReadCallback {
   Cache& cache_;
   Device& device_;
   const Sampler sampler_;
-  uint64_t batches_per_epoch_ = 0;
-  uint64_t total_batches_ = 0;
-  uint64_t raw_stride_ = 0;     // bytes per sample in a slot's raw area
-  uint64_t staged_stride_ = 0;  // bytes per sample row handed to the device
-  bool normalize_ = false;
-  bool jpeg_ = false;  // jpeg-decode (normalize_ is also set: rows are floats)
-  bool preprocess_stage_ = true;
-  uint32_t chunks_per_batch_ = 1;
+  const RunPlan plan_;
   std::vector<std::unique_ptr<Slot>> slots_;
 
   std::mutex mu_;

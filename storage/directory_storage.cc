@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "storage/content.h"
+#include "base/align.h"
 
 namespace stallscope {
 
@@ -21,9 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment: the common logical block size
 
-uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -31,17 +30,17 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 
 DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : options_(options) {
   std::error_code ec;
-  const fs::path root(options.path);
+  const fs::path root(options.dataset.path);
   if (!fs::is_directory(root, ec)) {
-    if (fs::exists(root, ec)) throw StorageError(options.path + ": not a directory");
+    if (fs::exists(root, ec)) throw StorageError(options.dataset.path + ": not a directory");
     throw StorageError(fmt::format(
         "{}: no such directory (`stallscope gen {} --samples 2000 --size 112KiB` makes a test "
         "dataset)",
-        options.path, options.path));
+        options.dataset.path, options.dataset.path));
   }
   ListFiles(root);
   if (files_.empty()) {
-    throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.path));
+    throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.dataset.path));
   }
   std::sort(files_.begin(), files_.end(),
             [](const File& a, const File& b) { return a.relative < b.relative; });
@@ -57,7 +56,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
   for (uint64_t i = 0; i < files_.size(); ++i) {
     File& f = files_[i];
-    f.full = options.path + "/" + f.relative;
+    f.full = options.dataset.path + "/" + f.relative;
     const std::string& full = f.full;
     const int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw StorageError(fmt::format("{}: cannot open: {}", full, ErrnoText(errno)));
@@ -66,8 +65,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     if (size < 0) throw StorageError(fmt::format("{}: cannot stat: {}", full, ErrnoText(errno)));
     f.bytes = static_cast<uint64_t>(size);
     const auto slash = f.relative.find('/');
-    if (slash != std::string::npos && options.classes > 0) {
-      f.label = classes[f.relative.substr(0, slash)] % options.classes;
+    if (slash != std::string::npos && options.dataset.classes > 0) {
+      f.label = classes[f.relative.substr(0, slash)] % options.dataset.classes;
     }
     max_bytes_ = std::max(max_bytes_, f.bytes);
     total_bytes_ += f.bytes;
@@ -83,14 +82,14 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     }
   }
 
-  direct_ = options.direct_io;
+  direct_ = options.storage.direct_io;
   if (direct_) {
     const int fd = open(files_[0].full.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd < 0 && errno == EINVAL) {
       direct_ = false;
       if (!options.quiet) {
         std::fprintf(stderr, "notice: %s refuses O_DIRECT; reading buffered\n",
-                     options.path.c_str());
+                     options.dataset.path.c_str());
       }
     }
     if (fd >= 0) close(fd);
@@ -98,8 +97,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
   reader_ = std::make_unique<UringFileReader>(
       static_cast<const FileReadSource&>(*this),
-      UringFileReader::Options{options.io_threads, options.io_depth, direct_, options.use_io_uring,
-                               options.read_timeout});
+      UringFileReader::Options{options.io.io_threads, options.io.io_depth, direct_, options.use_io_uring,
+                               options.io.read_timeout});
   uring_ok_ = reader_->uses_io_uring();
   if (!uring_ok_ && options.use_io_uring && !options.quiet) {
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
@@ -115,7 +114,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
   std::error_code ec;
   const fs::path real_root = fs::canonical(root, ec);
-  if (ec) throw StorageError(fmt::format("{}: cannot resolve: {}", options_.path, ec.message()));
+  if (ec) throw StorageError(fmt::format("{}: cannot resolve: {}", options_.dataset.path, ec.message()));
   const std::string root_prefix = real_root.string() + "/";
   uint64_t outside = 0, duplicates = 0;
   std::vector<fs::path> stack = {root};
@@ -145,7 +144,7 @@ void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
     std::fprintf(stderr,
                  "notice: %s: skipped %llu symbolic link(s) leading outside it or nowhere, and "
                  "%llu leading to files or folders listed by their real paths\n",
-                 options_.path.c_str(), static_cast<unsigned long long>(outside),
+                 options_.dataset.path.c_str(), static_cast<unsigned long long>(outside),
                  static_cast<unsigned long long>(duplicates));
   }
   skipped_links_ = outside;
@@ -162,7 +161,7 @@ bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
 }
 
 void DirectoryStorage::BeginEpoch(int epoch) {
-  if (!options_.cold) return;
+  if (!options_.storage.cold) return;
   for (uint64_t i = 0; i < files_.size(); ++i) {
     const int fd = open(files_[i].full.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // the read will report it
@@ -176,15 +175,15 @@ void DirectoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallbac
 }
 
 std::string DirectoryStorage::Fingerprint() const {
-  return fmt::format("directory v1 {} files={} bytes={} seed={}", options_.path, files_.size(),
+  return fmt::format("directory v1 {} files={} bytes={} seed={}", options_.dataset.path, files_.size(),
                      total_bytes_, seed_ ? std::to_string(*seed_) : "none");
 }
 
 std::string DirectoryStorage::Describe() const {
-  return fmt::format("directory: {} ({} files, {:.1f} MB){}{}{}, {} via {}", options_.path,
+  return fmt::format("directory: {} ({} files, {:.1f} MB){}{}{}, {} via {}", options_.dataset.path,
                      files_.size(), static_cast<double>(total_bytes_) / 1e6,
-                     direct_ ? ", O_DIRECT" : "", options_.cold ? ", cold" : "",
-                     seed_ ? ", verifiable" : "", options_.io_threads,
+                     direct_ ? ", O_DIRECT" : "", options_.storage.cold ? ", cold" : "",
+                     seed_ ? ", verifiable" : "", options_.io.io_threads,
                      uring_ok_ ? "io_uring thread(s)" : "pread thread(s)");
 }
 

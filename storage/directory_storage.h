@@ -28,20 +28,17 @@
 #include <vector>
 
 #include "storage/storage.h"
+#include "storage/storage_options.h"
 #include "storage/uring_reader.h"
 
 namespace stallscope {
 
 struct DirectoryStorageOptions {
-  std::string path;
-  uint32_t io_threads = 1;
-  uint32_t io_depth = 64;  // reads in flight over all I/O threads
-  bool direct_io = false;
-  bool cold = false;
-  uint32_t classes = 100;    // labels: the top-level folder's index modulo classes
+  DatasetOptions dataset;    // path; classes: labels are the top-level folder's index modulo it
+  StorageOptions storage;    // direct_io, cold
+  IoOptions io;              // io_threads, io_depth, read_timeout
   bool quiet = false;        // suppress the one-line notices
   bool use_io_uring = true;  // false: the pread fallback (tests, and kernels that refuse it)
-  double read_timeout = 0;   // seconds: the deadline of one file's open and read; 0 = none
 };
 
 class DirectoryStorage final : public Storage, private FileReadSource {
@@ -60,7 +57,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   bool can_verify() const override { return seed_.has_value(); }
   bool Verify(uint64_t sample, std::span<const std::byte> data) const override;
   void BeginEpoch(int epoch) override;
-  bool needs_epoch_barrier() const override { return options_.cold; }
+  bool needs_epoch_barrier() const override { return options_.storage.cold; }
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
   void CancelReads() override { reader_->CancelAll(); }
   std::string SampleName(uint64_t sample) const override { return files_[sample].full; }

@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include "base/errors.h"
 
 namespace stallscope {
 
@@ -44,9 +45,9 @@ class ReadCallback {
 
 // Thrown at construction for setup errors (missing directory, unreadable file); the CLI
 // turns it into one message and exit code 2.
-class StorageError : public std::runtime_error {
+class StorageError : public BadInput {
  public:
-  using std::runtime_error::runtime_error;
+  using BadInput::BadInput;
 };
 
 class Storage {

@@ -29,24 +29,9 @@
 #include <limits>
 #include <vector>
 
-namespace stallscope {
+#include "storage/storage_options.h"
 
-struct SimulatedStorageOptions {
-  double bandwidth_bytes_per_second = 0;  // 0 = unlimited
-  double latency_p50_seconds = 0;         // 0 with p99 0 = no latency
-  double latency_p99_seconds = 0;
-  double iops = 0;  // 0 = unlimited
-  uint32_t max_inflight = 64;
-  struct Faults {
-    double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
-    double spike_rate = 0, spike = 0;
-    double stall_every = 0, stall_for = 0;
-    bool any() const {
-      return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
-             (stall_every > 0 && stall_for > 0);
-    }
-  } faults{};
-};
+namespace stallscope {
 
 class StorageModel {
  public:

@@ -212,11 +212,9 @@ TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
                    .classes = 4,
                    .seed = 5});
   for (bool direct : {false, true}) {
-    DirectoryStorage s({.path = dir_.string(),
-                        .io_threads = 2,
-                        .io_depth = 8,
-                        .direct_io = direct,
-                        .cold = true,
+    DirectoryStorage s({.dataset = {.path = dir_.string()},
+                        .storage = {.direct_io = direct, .cold = true},
+                        .io = {.io_depth = 8, .io_threads = 2},
                         .quiet = true});
     ASSERT_EQ(s.num_samples(), 300u);
     EXPECT_TRUE(s.can_verify());
@@ -239,7 +237,7 @@ TEST_F(DirectoryStorageTest, ReadsGeneratedFilesThroughIoUringAndVerifies) {
 
 TEST_F(DirectoryStorageTest, PreadFallbackDeliversTheSameBytes) {
   GenerateDataset({.dir = dir_.string(), .samples = 50, .size_mean = 5000, .size_stdev = 1000});
-  DirectoryStorage s({.path = dir_.string(), .quiet = true, .use_io_uring = false});
+  DirectoryStorage s({.dataset = {.path = dir_.string()}, .quiet = true, .use_io_uring = false});
   EXPECT_FALSE(s.uses_io_uring());
   Buffers buf(s, 50);
   std::vector<ReadRequest> reqs = buf.Requests(50);
@@ -262,7 +260,7 @@ TEST_F(DirectoryStorageTest, EveryFileOnceWhateverTheSymlinks) {
   fs::create_symlink(dir_ / "elsewhere/class_000/sample_0000000.bin", dir_ / "data/file-out");
   fs::create_symlink("class_000/sample_0000000.bin", dir_ / "data/file-in");  // a duplicate
   fs::create_symlink("nowhere", dir_ / "data/dangling");
-  DirectoryStorage s({.path = (dir_ / "data").string(), .quiet = true});
+  DirectoryStorage s({.dataset = {.path = (dir_ / "data").string()}, .quiet = true});
   std::vector<std::string> names;
   for (uint64_t i = 0; i < s.num_samples(); ++i) names.push_back(s.RelativePath(i));
   // The 6 real files, each once, by their real names.
@@ -275,10 +273,10 @@ TEST_F(DirectoryStorageTest, EveryFileOnceWhateverTheSymlinks) {
 }
 
 TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
-  EXPECT_THROW(DirectoryStorage({.path = (dir_ / "missing").string()}), StorageError);
+  EXPECT_THROW(DirectoryStorage({.dataset = {.path = (dir_ / "missing").string()}}), StorageError);
   std::filesystem::create_directories(dir_ / "empty");
   try {
-    DirectoryStorage s({.path = (dir_ / "empty").string()});
+    DirectoryStorage s({.dataset = {.path = (dir_ / "empty").string()}});
     FAIL() << "empty directory accepted";
   } catch (const StorageError& e) {
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
@@ -287,7 +285,7 @@ TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
 
 TEST_F(DirectoryStorageTest, FileThatShrankIsAnErrorNotGarbage) {
   GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 8192, .classes = 1});
-  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  DirectoryStorage s({.dataset = {.path = dir_.string()}, .quiet = true});
   std::filesystem::resize_file(dir_ / "class_000/sample_0000002.bin", 100);
   Buffers buf(s, 4);
   std::vector<ReadRequest> reqs = buf.Requests(4);
@@ -305,7 +303,7 @@ TEST_F(DirectoryStorageTest, FileThatShrankIsAnErrorNotGarbage) {
 
 TEST_F(DirectoryStorageTest, FileThatGrewIsReadAsListed) {
   GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 8192, .classes = 1});
-  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  DirectoryStorage s({.dataset = {.path = dir_.string()}, .quiet = true});
   std::ofstream(dir_ / "class_000/sample_0000001.bin", std::ios::app) << "appended later";
   Buffers buf(s, 2);
   std::vector<ReadRequest> reqs = {{0, buf.at(0), 0}, {1, buf.at(1), 1}};
@@ -325,7 +323,7 @@ TEST_F(DirectoryStorageTest, ReadPastItsDeadlineIsCancelledWithEtimedout) {
   GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 4096, .classes = 1});
   const std::string fifo = (dir_ / "class_000/sample_0000002.bin").string();
   for (const bool writer : {false, true}) {
-    DirectoryStorage s({.path = dir_.string(), .quiet = true, .read_timeout = 0.3});
+    DirectoryStorage s({.dataset = {.path = dir_.string()}, .io = {.read_timeout = 0.3}, .quiet = true});
     ASSERT_TRUE(s.uses_io_uring());
     std::filesystem::remove(fifo);
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
@@ -366,7 +364,7 @@ TEST_F(DirectoryStorageTest, ShortReadsAreContinuedUntilTheWholeFileArrives) {
   ASSERT_EQ(bytes.size(), 30000u);
   signal(SIGPIPE, SIG_IGN);  // a reader that gives up early must fail the test, not kill it
   for (const bool uring : {true, false}) {
-    DirectoryStorage s({.path = dir_.string(), .quiet = true, .use_io_uring = uring});
+    DirectoryStorage s({.dataset = {.path = dir_.string()}, .quiet = true, .use_io_uring = uring});
     std::filesystem::remove(path);
     ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
     std::thread writer([&] {
@@ -401,7 +399,7 @@ TEST_F(DirectoryStorageTest, ShortReadsAreContinuedUntilTheWholeFileArrives) {
 // reads submitted afterwards run as usual.
 TEST_F(DirectoryStorageTest, CancelReadsEndsAHungReadAtOnce) {
   GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 4096, .classes = 1});
-  DirectoryStorage s({.path = dir_.string(), .quiet = true});
+  DirectoryStorage s({.dataset = {.path = dir_.string()}, .quiet = true});
   const std::string fifo = (dir_ / "class_000/sample_0000001.bin").string();
   std::filesystem::remove(fifo);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);

@@ -15,12 +15,12 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include "base/align.h"
 
 namespace stallscope {
 
 namespace {
 
-constexpr uint64_t kBlock = 4096;  // O_DIRECT alignment: the common logical block size
 constexpr uint64_t kPollTag = ~0ULL;
 constexpr uint64_t kCancelTag = ~1ULL;  // the completions of cancel requests: ignored
 
@@ -30,7 +30,6 @@ int64_t NowNs() {
       .count();
 }
 
-uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -210,7 +209,7 @@ class UringFileReader::IoThread {
     Slot& s = slots_[slot_index];
     io_uring_sqe* sqe = GetSqe();
     uint64_t len = s.size - s.done;
-    if (direct_) len = RoundUp(len, kBlock);
+    if (direct_) len = RoundUp(len, kBlockBytes);
     io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
                        s.item.request.dst + s.done, static_cast<unsigned>(len), s.done);
     if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
@@ -402,7 +401,7 @@ class UringFileReader::IoThread {
       int64_t result = static_cast<int64_t>(size);
       while (done < size) {
         uint64_t len = size - done;
-        if (direct_) len = RoundUp(len, kBlock);
+        if (direct_) len = RoundUp(len, kBlockBytes);
         ssize_t n = pread(fd, it.request.dst + done, len, static_cast<off_t>(done));
         if (n < 0 && errno == ESPIPE) n = read(fd, it.request.dst + done, len);  // a stream
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;

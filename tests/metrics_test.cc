@@ -1,7 +1,7 @@
 // The metrics endpoint under abuse while a run goes: 1,000 scrapes back to back, 50 at once,
 // malformed requests, unknown paths, a client that never finishes its request. The run's
 // results must not change and nothing may crash; every good scrape is well-formed.
-#include "pipeline/metrics.h"
+#include "metrics/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/metrics_server.h"
+#include "metrics/metrics_server.h"
 #include "tests/test_util.h"
 
 namespace stallscope {

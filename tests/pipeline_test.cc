@@ -246,7 +246,7 @@ storage: {kind: memory}
 loader: {batch_size: 10}
 run: {epochs: 1, warmup_steps: 10}
 )"),
-               SetupError);
+               BadInput);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "pipeline/simulator.h"
+#include "sim/simulator.h"
 #include "storage/generate.h"
 #include "tests/test_util.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "gpu/emulated_device.h"
-#include "pipeline/runner.h"
-#include "pipeline/scenario.h"
+#include "app/runner.h"
+#include "config/scenario.h"
 #include "tests/timing.h"
 
 namespace stallscope::testing {

@@ -115,15 +115,15 @@ class Waiter : public ReadCallback {
 };
 
 void BenchDisk(const std::string& dir, uint64_t entries, uint64_t entry_bytes, uint32_t depth) {
-  DiskTierOptions o{.path = dir,
-                    .capacity = entries * entry_bytes * 2,
-                    .policy = "fill-once",
+  DiskTierOptions o{.tier = {.kind = TierKind::kDisk,
+                             .path = dir,
+                             .capacity = entries * entry_bytes * 2,
+                             .clear = true},
                     .num_ids = entries,
                     .max_item_bytes = entry_bytes,
                     .fingerprint = "bench_cache",
                     .read_depth = depth,
-                    .quiet = true,
-                    .clear = true};
+                    .quiet = true};
   {
     DiskTier writer(o);
     std::vector<std::byte> data(entry_bytes);
@@ -133,7 +133,7 @@ void BenchDisk(const std::string& dir, uint64_t entries, uint64_t entry_bytes, u
       if (id % 16 == 15) writer.Flush();
     }
   }
-  o.clear = false;
+  o.tier.clear = false;
   DiskTier tier(o);
   const uint64_t stride = (entry_bytes + 4095) / 4096 * 4096;
   auto* buf = static_cast<std::byte*>(std::aligned_alloc(4096, stride * entries));

@@ -22,7 +22,7 @@
 
 #include "cache/cache.h"
 #include "gpu/emulated_device.h"
-#include "pipeline/metrics.h"
+#include "metrics/metrics.h"
 #include "pipeline/pipeline.h"
 #include "storage/directory_storage.h"
 #include "storage/generate.h"
@@ -56,12 +56,12 @@ double Measure(Storage& storage, const Options& o, const std::string& preprocess
     Cache cache(Cache::Options{.num_samples = storage.num_samples()});
     EmulatedDevice device(0);
     PipelineOptions p;
-    p.batch_size = o.batch;
-    p.prefetch = 4;
-    p.workers = o.workers;
-    p.preprocess = preprocess;
-    p.epochs = o.epochs;
-    p.verify = false;
+    p.loader.batch_size = o.batch;
+    p.loader.prefetch = 4;
+    p.loader.workers = o.workers;
+    p.loader.preprocess.kind = *ValueOf(kPreprocessKindNames, preprocess);
+    p.run.epochs = o.epochs;
+    p.run.verify = false;
     VariantMetrics metrics("bench", "observed", {});
     if (observe) {
       p.observer = &metrics;
@@ -134,7 +134,7 @@ int Main(int argc, char** argv) {
   if (fresh) {
     GenerateDataset({.dir = o.dir, .samples = o.samples, .size_mean = o.size, .classes = 10});
   }
-  DirectoryStorage dir({.path = o.dir, .io_threads = 1, .io_depth = 64, .quiet = true});
+  DirectoryStorage dir({.dataset = {.path = o.dir}, .quiet = true});
   if (dir.num_samples() != o.samples) {
     std::fprintf(stderr, "bench: %s holds %llu files, expected %llu\n", o.dir.c_str(),
                  (unsigned long long)dir.num_samples(), (unsigned long long)o.samples);

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "pipeline/simulator.h"
+#include "sim/simulator.h"
 
 namespace stallscope {
 namespace {
@@ -25,15 +25,15 @@ Scenario ResNet50(uint32_t nodes) {
   s.variant = "resnet50";
   s.dataset.samples = 1281167;
   s.dataset.sample_size = 112 * 1024;
-  s.storage.bandwidth = 100e9;
-  s.storage.latency_p50 = 0.002;
-  s.storage.latency_p99 = 0.020;
-  s.storage.max_inflight = 16384;
-  s.cache_tiers = {TierOptions{.kind = "memory", .capacity = 32ULL << 30, .policy = "fill-once"}};
+  s.storage.model.bandwidth_bytes_per_second = 100e9;
+  s.storage.model.latency_p50_seconds = 0.002;
+  s.storage.model.latency_p99_seconds = 0.020;
+  s.storage.model.max_inflight = 16384;
+  s.cache_tiers = {TierOptions{.kind = TierKind::kMemory, .capacity = 32ULL << 30, .policy = "fill-once"}};
   s.loader.batch_size = 400;
   s.loader.prefetch = 4;
   s.loader.workers = 8;
-  s.gpu.device = "emulated";
+  s.gpu.device = DeviceKind::kEmulated;
   s.gpu.step_time = 0.224;
   s.run.epochs = 1;
   s.run.warmup_steps = 1;
@@ -77,15 +77,15 @@ int Main() {
   small.variant = "small-reads";
   small.dataset.samples = 2000000;
   small.dataset.sample_size = 4096;
-  small.storage.bandwidth = 4e9;
-  small.storage.latency_p50 = 200e-6;
-  small.storage.latency_p99 = 2e-3;
-  small.storage.max_inflight = 256;
+  small.storage.model.bandwidth_bytes_per_second = 4e9;
+  small.storage.model.latency_p50_seconds = 200e-6;
+  small.storage.model.latency_p99_seconds = 2e-3;
+  small.storage.model.max_inflight = 256;
   small.loader.batch_size = 1024;
-  small.loader.preprocess = "none";
+  small.loader.preprocess.kind = PreprocessKind::kNone;
   small.run.verify = false;
   small.run.epochs = 1;
-  small.gpu.device = "emulated";
+  small.gpu.device = DeviceKind::kEmulated;
   small.gpu.step_time = 0.001;
   // This machine is shared: the best of five runs is its speed, the spread is its neighbours.
   double best = 0, worst = 1e300;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/scenario.h"
+#include "config/scenario.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

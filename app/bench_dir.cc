@@ -1,0 +1,165 @@
+#include "app/bench_dir.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <bit>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+
+#include "pipeline/analysis.h"
+#include "pipeline/device.h"
+#include "base/units.h"
+#include "storage/directory_storage.h"
+#include "base/align.h"
+
+namespace stallscope {
+namespace {
+
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec * 1e-6;
+}
+
+// Keeps io_depth reads in flight, each in its own buffer; records each read's latency.
+class Reader final : public ReadCallback {
+ public:
+  Reader(Storage& storage, uint32_t depth) : storage_(storage), depth_(std::max(depth, 1u)) {
+    stride_ = RoundUp(storage.max_sample_bytes(), kBlockBytes) + kBlockBytes;
+    buffers_ = static_cast<std::byte*>(std::aligned_alloc(4096, stride_ * depth_));
+    for (uint32_t i = 0; i < depth_; ++i) free_.push_back(i);
+    submitted_at_.assign(storage.num_samples(), 0);
+    latency_.reserve(storage.num_samples());
+  }
+  ~Reader() { std::free(buffers_); }
+
+  void ReadAll() {
+    const uint64_t n = storage_.num_samples();
+    for (uint64_t id = 0; id < n; ++id) {
+      uint32_t buffer;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !free_.empty(); });
+        buffer = free_.back();
+        free_.pop_back();
+      }
+      submitted_at_[id] = MonotonicSeconds();
+      const ReadRequest r{id, buffers_ + buffer * stride_, buffer};
+      storage_.Submit({&r, 1}, this);
+    }
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return free_.size() == depth_; });
+  }
+
+  void OnReadComplete(const ReadRequest& r, int64_t result) override {
+    const double now = MonotonicSeconds();
+    std::lock_guard lock(mu_);
+    if (result >= 0) {
+      latency_.push_back(now - submitted_at_[r.sample]);
+      bytes_ += static_cast<uint64_t>(result);
+    } else {
+      ++skipped_;
+    }
+    free_.push_back(static_cast<uint32_t>(r.tag));
+    cv_.notify_one();
+  }
+
+  std::vector<double>& latency() { return latency_; }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t skipped() const { return skipped_; }
+
+ private:
+  Storage& storage_;
+  const uint32_t depth_;
+  uint64_t stride_ = 0;
+  std::byte* buffers_ = nullptr;
+  std::vector<double> submitted_at_;  // written before the submit, read by its completion
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::vector<uint32_t> free_;
+  std::vector<double> latency_;
+  uint64_t bytes_ = 0, skipped_ = 0;
+};
+
+}  // namespace
+
+BenchDirResult BenchDirectory(const DirectoryStorageOptions& o) {
+  DirectoryStorage storage(o);
+  BenchDirResult r;
+  r.path = o.dataset.path;
+  r.files = storage.num_samples();
+  r.io_uring = storage.uses_io_uring();
+  r.direct = storage.direct_io();
+  r.size_histogram.assign(65, 0);
+  for (uint64_t i = 0; i < r.files; ++i) {
+    const uint64_t b = storage.SampleBytes(i);
+    r.size_histogram[b == 0 ? 0 : std::bit_width(b)]++;
+  }
+  while (r.size_histogram.size() > 1 && r.size_histogram.back() == 0) r.size_histogram.pop_back();
+  storage.BeginEpoch(0);  // with cold: evict the page cache now, outside the timing
+  Reader reader(storage, o.io.io_depth);
+  const double cpu0 = CpuSeconds(), t0 = MonotonicSeconds();
+  reader.ReadAll();
+  r.seconds = MonotonicSeconds() - t0;
+  const double cpu = CpuSeconds() - cpu0;
+  r.bytes = reader.bytes();
+  r.skipped = reader.skipped();
+  const uint64_t read = r.files - r.skipped;
+  r.files_per_second = r.seconds > 0 ? read / r.seconds : 0;
+  r.bytes_per_second = r.seconds > 0 ? r.bytes / r.seconds : 0;
+  r.cpu_seconds_per_file = read ? cpu / read : 0;
+  auto& lat = reader.latency();
+  r.latency_p50 = Quantile(lat, 0.50);
+  r.latency_p99 = Quantile(lat, 0.99);
+  r.latency_p999 = Quantile(lat, 0.999);
+  return r;
+}
+
+nlohmann::json BenchDirToJson(const BenchDirResult& r) {
+  return {{"path", r.path},
+          {"files", r.files},
+          {"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"files_per_second", r.files_per_second},
+          {"bytes_per_second", r.bytes_per_second},
+          {"latency_seconds",
+           {{"p50", r.latency_p50}, {"p99", r.latency_p99}, {"p999", r.latency_p999}}},
+          {"cpu_seconds_per_file", r.cpu_seconds_per_file},
+          {"skipped", r.skipped},
+          {"io_uring", r.io_uring},
+          {"direct_io", r.direct},
+          {"size_histogram_log2", r.size_histogram}};
+}
+
+std::string FormatBenchDir(const BenchDirResult& r) {
+  std::string s = fmt::format(
+      "{}: {} files, {} ({}) in {:.2f} s via {}{}\n"
+      "  {:.0f} files/s   {:.1f} MB/s   {:.1f} MiB/s\n"
+      "  per-file latency p50 {}   p99 {}   p99.9 {}\n"
+      "  CPU time per file {}{}\n  file sizes:\n",
+      r.path, r.files, FormatBytes(static_cast<double>(r.bytes)),
+      FormatBinaryBytes(static_cast<double>(r.bytes)), r.seconds, r.io_uring ? "io_uring" : "pread",
+      r.direct ? ", O_DIRECT" : "", r.files_per_second, r.bytes_per_second / 1e6,
+      r.bytes_per_second / 1048576.0, FormatDuration(r.latency_p50), FormatDuration(r.latency_p99),
+      FormatDuration(r.latency_p999), FormatDuration(r.cpu_seconds_per_file),
+      r.skipped ? fmt::format("\n  {} files could not be read", r.skipped) : "");
+  uint64_t most = 1;
+  for (uint64_t c : r.size_histogram) most = std::max(most, c);
+  for (size_t k = 0; k < r.size_histogram.size(); ++k) {
+    if (r.size_histogram[k] == 0) continue;
+    const std::string range = k == 0 ? std::string("0 B")
+                                     : FormatBinaryBytes(std::ldexp(1.0, static_cast<int>(k) - 1)) +
+                                           " .. " +
+                                           FormatBinaryBytes(std::ldexp(1.0, static_cast<int>(k)));
+    s += fmt::format("    {:>22}  {:>8}  {}\n", range, r.size_histogram[k],
+                     std::string(static_cast<size_t>(40.0 * r.size_histogram[k] / most), '#'));
+  }
+  return s;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,98 @@
+// The commands of the `stallscope` CLI (DESIGN.md), one function per command, each in its own
+// file in app/. tools/stallscope.cc parses the command line into these option structs and calls
+// them through RunGuarded (app/errors.h), which turns every error into its message and exit code.
+//
+// Every command returns its exit code: 0 success, 1 the run failed, 2 bad usage or input
+// (nothing was run); an interrupted `run` returns 128 + the signal.
+//
+// Thread-safety: each command is called once, from main's thread.
+#ifndef STALLSCOPE_APP_COMMANDS_H_
+#define STALLSCOPE_APP_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/seed.h"
+#include "storage/directory_storage.h"
+
+namespace stallscope {
+
+// Where results go, for `run` and `simulate` alike.
+struct OutputOptions {
+  std::string json;            // --json: the result document
+  std::string trace;           // --trace: a Chrome trace-event timeline
+  std::string metrics_listen;  // --metrics-listen: empty = no server
+  std::string linger = "0s";   // --linger: keep serving the final metrics this long
+  std::string push_gateway;    // --push-gateway: empty = no push
+  bool quiet = false;          // no banner, no progress line
+};
+
+struct RunCommandOptions {
+  std::string scenario;
+  std::vector<std::string> variants;  // empty = all
+  std::vector<std::string> sets;      // --set KEY=VALUE
+  OutputOptions out;
+};
+int RunCommand(const RunCommandOptions& options);
+
+struct SimulateCommandOptions {
+  RunCommandOptions run;
+  bool against_run = false;       // also run each variant for real and compare idle
+  bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
+  double au = 0.9;
+};
+int SimulateCommand(const SimulateCommandOptions& options);
+
+struct SweepCommandOptions {
+  std::string scenario;
+  std::vector<std::string> variants, sets, grids;
+  bool simulate = false;
+  std::string csv;  // default: SCENARIO-NAME-sweep.csv
+  std::string json;
+  bool quiet = false;
+};
+int SweepCommand(const SweepCommandOptions& options);
+
+int ValidateCommand(const std::string& scenario);
+
+struct GenCommandOptions {
+  std::string dir;
+  uint64_t samples = 0;
+  std::string size;  // raw: SIZE[:STDEV] (default 112KiB); jpeg: WxH (default 256x256)
+  std::string format = "raw";
+  uint32_t classes = 10;
+  uint64_t seed = kDefaultSeed;
+  bool quiet = false;
+};
+int GenCommand(const GenCommandOptions& options);
+
+struct BenchDirCommandOptions {
+  DirectoryStorageOptions storage;  // the directory and how it is read
+  std::string json;
+  // The training loop (with --batch or --workload): the real pipeline on the emulated device.
+  uint32_t batch = 0;  // 0: no training loop
+  std::string step_time = "0";
+  uint32_t workers = 2;
+  std::string workload;             // resnet50 | unet3d | cosmoflow
+  std::string preprocess = "auto";  // auto: jpeg-decode when the files are JPEGs, else none
+};
+int BenchDirCommand(const BenchDirCommandOptions& options);
+
+struct KernelsCommandOptions {
+  std::string sizes = "1024,4096,8192";
+  std::string json;
+  bool quiet = false;
+};
+int KernelsCommand(const KernelsCommandOptions& options);
+
+struct ReportCommandOptions {
+  std::vector<std::string> inputs;
+  std::string output = "report.html";
+  bool quiet = false;
+};
+int ReportCommand(const ReportCommandOptions& options);
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_APP_COMMANDS_H_

@@ -1,0 +1,109 @@
+#include "app/runner.h"
+
+#include <fmt/format.h>
+
+#include "cache/epoch_oracle.h"
+#include "pipeline/sampler.h"
+#include "storage/directory_storage.h"
+#include "storage/synthetic.h"
+
+namespace stallscope {
+
+void CheckRunnable(const Scenario& s) {
+  CheckFaults(s);
+  if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
+    throw BadInput(fmt::format(
+        "{}: cluster: {} nodes x {} GPUs can only be simulated (`stallscope simulate`, the "
+        "simulator issue); `run` measures this host",
+        s.file, s.cluster.nodes, s.cluster.gpus_per_node));
+  }
+  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    if (s.cache_tiers[i].kind == TierKind::kDistributed) {
+      throw BadInput(fmt::format(
+          "{}: cache.tiers.{}.kind: a distributed tier (the other nodes' caches) can only be "
+          "simulated (`stallscope simulate`); `run` measures this host",
+          s.file, i));
+    }
+    try {
+      CheckTier(s.cache_tiers[i], fmt::format("cache.tiers.{}", i));
+    } catch (const CacheError& e) {
+      throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+    }
+  }
+}
+
+DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
+  return {.dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = quiet};
+}
+
+std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
+  const SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev,
+                           s.seed, s.dataset.classes};
+  switch (s.storage.kind) {
+    case StorageKind::kMemory:
+      return std::make_unique<MemoryStorage>(d);
+    case StorageKind::kSimulated:
+      return std::make_unique<SimulatedStorage>(d, s.storage.model);
+    case StorageKind::kDirectory:
+      break;
+  }
+  return std::make_unique<DirectoryStorage>(DirectoryOptionsOf(s, quiet));
+}
+
+VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
+                         const RunHooks& hooks) {
+  CheckRunnable(s);
+  // The sampler's future order: belady's oracle (and only consulted by it).
+  const Sampler sampler(storage.num_samples(), s.seed);
+  const EpochOrderOracle oracle(
+      storage.num_samples(), s.run.epochs,
+      [&sampler](uint64_t epoch, std::vector<uint64_t>& out) { sampler.Order(epoch, out); });
+  Cache::Options co;
+  co.tiers = s.cache_tiers;
+  co.num_samples = storage.num_samples();
+  co.max_sample_bytes = storage.max_sample_bytes();
+  co.oracle = &oracle;
+  co.dataset_fingerprint = storage.Fingerprint();
+  co.io_depth = s.loader.io.io_depth;
+  co.quiet = hooks.quiet;
+  std::unique_ptr<Cache> cache_owner;
+  try {
+    cache_owner = std::make_unique<Cache>(co);
+  } catch (const CacheError& e) {
+    throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+  }
+  Cache& cache = *cache_owner;
+  PipelineOptions po = s.pipeline();
+  po.trace = hooks.trace;
+  po.observer = hooks.observer;
+  RequireMeasuredSteps(Pipeline::PlanFor(po, storage), s.run.warmup_steps, s.file);
+  auto pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
+  if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
+  RunRecord record = pipeline->Run();
+  if (hooks.on_finish) hooks.on_finish();
+  if (hooks.on_record) hooks.on_record(record);
+  if (record.failed) throw RunFailed(s.variant + ": " + record.error);
+  if (record.partial && record.batches.size() <= s.run.warmup_steps) {
+    VariantResult v;  // interrupted before anything was measured
+    v.name = s.variant;
+    v.device = record.device;
+    v.steps = record.batches.size();
+    v.wall_seconds = record.end - record.start;
+    v.partial = true;
+    v.bottleneck_text = "interrupted before the first measured step";
+    return v;
+  }
+  AnalysisInputs in;
+  in.warmup_steps = s.run.warmup_steps;
+  in.batch_size = s.loader.batch_size;
+  in.workers = s.loader.workers;
+  in.prefetch = s.loader.prefetch;
+  in.nominal_step_seconds = device.nominal_step_seconds();
+  in.have_cache = !cache.empty();
+  VariantResult v = Analyze(s.variant, record, in);
+  v.partial = record.partial;
+  v.gpu_hour_cost = s.gpu_hour_cost;
+  return v;
+}
+
+}  // namespace stallscope

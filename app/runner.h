@@ -1,0 +1,52 @@
+// Runner: a resolved Scenario → storage, cache and pipeline → one VariantResult.
+//
+// Errors in the set-up (a scenario this build cannot run, a bad dataset directory) throw
+// BadInput or the storage/cache errors, all reported as exit code 2 with nothing run; a
+// run that fails part-way (a read error beyond loader.retries) throws RunFailed, exit code 1.
+//
+// Thread-safety: RunVariant() is reentrant; the hooks are called on the calling thread.
+#ifndef STALLSCOPE_APP_RUNNER_H_
+#define STALLSCOPE_APP_RUNNER_H_
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+
+#include "pipeline/analysis.h"
+#include "pipeline/device.h"
+#include "pipeline/pipeline.h"
+#include "config/scenario.h"
+#include "storage/storage.h"
+#include "storage/directory_storage.h"
+#include "base/errors.h"
+
+namespace stallscope {
+
+struct RunHooks {
+  bool quiet = false;
+  // Called once the pipeline is built, before the first read (banner, progress display).
+  std::function<void(const Scenario&, const Storage&, const Cache&, Pipeline&)> on_start;
+  // Called when the run is over, before analysis.
+  std::function<void()> on_finish;
+  // Record every read and preprocessing chunk, and hand the run's record to on_record
+  // (for --trace).
+  bool trace = false;
+  // Told about every step (live metrics); borrowed.
+  StepObserver* observer = nullptr;
+  std::function<void(const RunRecord&)> on_record;
+};
+
+// Throws BadInput for scenario features this build does not run yet.
+// (Cache set-up problems throw CacheError, which also means exit code 2.)
+void CheckRunnable(const Scenario& scenario);
+
+std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet);
+// The scenario's directory dataset as DirectoryStorage's options.
+DirectoryStorageOptions DirectoryOptionsOf(const Scenario& scenario, bool quiet);
+
+VariantResult RunVariant(const Scenario& scenario, Storage& storage, Device& device,
+                         const RunHooks& hooks);
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_APP_RUNNER_H_

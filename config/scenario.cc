@@ -1,0 +1,617 @@
+#include "config/scenario.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/units.h"
+#include "cache/policy.h"
+
+namespace stallscope {
+namespace {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+// Where values came from, for messages.
+struct Context {
+  std::string file;
+  const std::vector<Override>* overrides = nullptr;
+
+  const Override* OverrideFor(const std::string& path, bool command_line) const {
+    if (!overrides) return nullptr;
+    const Override* best = nullptr;
+    for (const Override& o : *overrides) {
+      const bool from_set = o.origin.rfind("--set", 0) == 0;
+      if (from_set != command_line) continue;
+      if (path == o.key || path.rfind(o.key + ".", 0) == 0) best = &o;  // last one wins
+    }
+    return best;
+  }
+
+  std::string Where(const YAML::Node& node, const std::string& path) const {
+    if (const Override* o = OverrideFor(path, true)) return o->origin;
+    if (node.IsDefined() && node.Mark().line >= 0) {
+      return fmt::format("{}:{}:{}", file, node.Mark().line + 1, node.Mark().column + 1);
+    }
+    if (const Override* o = OverrideFor(path, false)) return o->origin;
+    return file;
+  }
+
+  [[noreturn]] void Fail(const YAML::Node& node, const std::string& path,
+                         const std::string& problem) const {
+    throw ScenarioError(fmt::format("{}: {}: {}", Where(node, path), path, problem));
+  }
+};
+
+std::string Show(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+// One mapping of the document; records which keys were read so Finish() can name the rest.
+class Section {
+ public:
+  Section(const Context& ctx, const YAML::Node& node, std::string path)
+      : ctx_(ctx), node_(node), path_(std::move(path)) {
+    if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
+      ctx_.Fail(node_, path_, "expected a mapping of keys, got " + Show(node_));
+    }
+  }
+
+  // The raw node for `key` (undefined when absent).
+  YAML::Node Get(const std::string& key) {
+    seen_.push_back(key);
+    if (!node_.IsDefined() || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& n = node_;
+    return n[key];
+  }
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const Context& ctx() const { return ctx_; }
+
+  template <typename T>
+  T Integer(const std::string& key, T def, T min) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    const std::string& s = n.Scalar();
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+      ctx_.Fail(n, Path(key), "expected a whole number, got " + Show(n));
+    }
+    if (v < static_cast<long long>(min)) {
+      ctx_.Fail(n, Path(key), fmt::format("must be at least {}, got {}", min, v));
+    }
+    if (static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
+      ctx_.Fail(n, Path(key),
+                fmt::format("is too large (at most {})", std::numeric_limits<T>::max()));
+    }
+    return static_cast<T>(v);
+  }
+
+  double Number(const std::string& key, double def, double min, double max) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    double v = 0;
+    const std::string& s = n.Scalar();
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+      ctx_.Fail(n, Path(key), "expected a number, got " + Show(n));
+    }
+    if (v < min || v > max) {
+      ctx_.Fail(n, Path(key), fmt::format("must be between {:g} and {:g}, got {:g}", min, max, v));
+    }
+    return v;
+  }
+
+  // positive: zero is refused too.
+  uint64_t Size(const std::string& key, uint64_t def, bool positive) {
+    const YAML::Node n = Scalar(key);
+    return n.IsDefined() ? SizeOf(n, Path(key), positive) : def;
+  }
+  uint64_t SizeOf(const YAML::Node& n, const std::string& path, bool positive) const {
+    const auto v = ParseSize(n.Scalar());
+    if (!v) {
+      ctx_.Fail(n, path,
+                "expected a size such as 4096, 112KiB, 4MB or 1.5GiB (B, kB, MB, GB, TB, KiB, "
+                "MiB, GiB, TiB), got " +
+                    Show(n));
+    }
+    if (*v < 0) ctx_.Fail(n, path, "a size cannot be negative, got " + Show(n));
+    if (positive && *v < 1) ctx_.Fail(n, path, "must be a positive size, got " + Show(n));
+    return static_cast<uint64_t>(*v + 0.5);
+  }
+
+  double Duration(const std::string& key, double def, bool positive = false) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    const auto v = ParseDuration(n.Scalar());
+    if (!v) {
+      ctx_.Fail(n, Path(key), "expected a duration such as 200us, 5ms, 1.5s or 2m, got " + Show(n));
+    }
+    if (*v < 0) ctx_.Fail(n, Path(key), "a duration cannot be negative, got " + Show(n));
+    if (positive && *v <= 0) ctx_.Fail(n, Path(key), "must be a positive duration");
+    return *v;
+  }
+
+  double Rate(const std::string& key, double def) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    const auto v = ParseRate(n.Scalar());
+    if (!v) {
+      ctx_.Fail(n, Path(key),
+                "expected a rate such as 400MB/s or 2GiB/s (0 = unlimited), got " + Show(n));
+    }
+    if (*v < 0) ctx_.Fail(n, Path(key), "a rate cannot be negative, got " + Show(n));
+    return *v;
+  }
+
+  bool Bool(const std::string& key, bool def) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    bool v = false;
+    if (!YAML::convert<bool>::decode(n, v)) {
+      ctx_.Fail(n, Path(key), "expected true or false, got " + Show(n));
+    }
+    return v;
+  }
+
+  std::string Enum(const std::string& key, const std::string& def,
+                   const std::vector<std::string>& choices) {
+    const YAML::Node n = Scalar(key);
+    if (!n.IsDefined()) return def;
+    if (std::find(choices.begin(), choices.end(), n.Scalar()) == choices.end()) {
+      ctx_.Fail(n, Path(key), "expected one of " + Join(choices, " | ") + ", got " + Show(n));
+    }
+    return n.Scalar();
+  }
+
+  // An enum value by its name in `table` (base/names.h).
+  template <typename E, size_t N>
+  E Enum(const std::string& key, E def, const NameTable<E, N>& table) {
+    const YAML::Node n = Scalar(key);
+    return n.IsDefined() ? EnumOf(n, Path(key), table) : def;
+  }
+  template <typename E, size_t N>
+  E EnumOf(const YAML::Node& n, const std::string& path, const NameTable<E, N>& table) const {
+    const std::optional<E> v = ValueOf(table, n.Scalar());
+    if (!v) ctx_.Fail(n, path, "expected one of " + Choices(table) + ", got " + Show(n));
+    return *v;
+  }
+
+  std::string String(const std::string& key, const std::string& def) {
+    const YAML::Node n = Scalar(key);
+    return n.IsDefined() ? n.Scalar() : def;
+  }
+
+  // Fails on the first key that was never read.
+  void Finish() const {
+    if (!node_.IsDefined() || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(seen_.begin(), seen_.end(), key) != seen_.end()) continue;
+      std::string hint;
+      size_t best = 3;
+      for (const std::string& k : seen_) {
+        const size_t d = EditDistance(key, k);
+        if (d < best) {
+          best = d;
+          hint = fmt::format(" (did you mean '{}'?)", k);
+        }
+      }
+      ctx_.Fail(kv.first, Path(key),
+                "unknown key" + hint + "; known keys here: " + Join(seen_, ", "));
+    }
+  }
+
+ private:
+  YAML::Node Scalar(const std::string& key) {
+    YAML::Node n = Get(key);
+    if (!n.IsDefined()) return n;
+    if (!n.IsScalar()) ctx_.Fail(n, Path(key), "expected a single value, got " + Show(n));
+    return n;
+  }
+
+  const Context& ctx_;
+  const YAML::Node node_;
+  const std::string path_;
+  std::vector<std::string> seen_;
+};
+
+void ReadDataset(Section s, DatasetOptions& d) {
+  d.samples = s.Integer<uint64_t>("samples", d.samples, 1);
+  YAML::Node size = s.Get("sample_size");
+  if (size.IsDefined()) {
+    if (size.IsMap()) {
+      Section m(s.ctx(), size, s.Path("sample_size"));
+      d.sample_size = m.Size("mean", d.sample_size, true);
+      d.sample_size_stdev = m.Size("stdev", 0, false);
+      m.Finish();
+    } else if (size.IsScalar()) {
+      d.sample_size = s.SizeOf(size, s.Path("sample_size"), true);
+    } else {
+      s.ctx().Fail(size, s.Path("sample_size"),
+                   "expected a size or {mean: SIZE, stdev: SIZE}, got " + Show(size));
+    }
+  }
+  d.path = s.String("path", d.path);
+  d.classes = s.Integer<uint32_t>("classes", d.classes, 1);
+  s.Finish();
+}
+
+void ReadStorage(Section s, StorageOptions& st) {
+  st.kind = s.Enum("kind", st.kind, kStorageKindNames);
+  SimulatedStorageOptions& m = st.model;
+  m.bandwidth_bytes_per_second = s.Rate("bandwidth", m.bandwidth_bytes_per_second);
+  YAML::Node lat = s.Get("latency");
+  if (lat.IsDefined()) {
+    Section l(s.ctx(), lat, s.Path("latency"));
+    m.latency_p50_seconds = l.Duration("p50", 0);
+    m.latency_p99_seconds = l.Duration("p99", m.latency_p50_seconds);
+    l.Finish();
+    if (m.latency_p99_seconds < m.latency_p50_seconds) {
+      s.ctx().Fail(lat, s.Path("latency.p99"), "must not be below latency.p50");
+    }
+    if (m.latency_p50_seconds == 0 && m.latency_p99_seconds > 0) {
+      s.ctx().Fail(lat, s.Path("latency.p50"), "must be positive when p99 is");
+    }
+  }
+  m.max_inflight = s.Integer<uint32_t>("max_inflight", m.max_inflight, 1);
+  m.iops = s.Number("iops", m.iops, 0, 1e12);
+  st.direct_io = s.Bool("direct_io", st.direct_io);
+  st.cold = s.Bool("cold", st.cold);
+  YAML::Node faults = s.Get("faults");
+  if (faults.IsDefined()) {
+    Section f(s.ctx(), faults, s.Path("faults"));
+    auto& x = m.faults;
+    x.error_rate = f.Number("error_rate", x.error_rate, 0, 1);
+    x.timeout_rate = f.Number("timeout_rate", x.timeout_rate, 0, 1);
+    x.timeout = f.Duration("timeout", x.timeout);
+    x.stall_every = f.Duration("stall_every", x.stall_every);
+    x.stall_for = f.Duration("stall_for", x.stall_for);
+    x.truncate_rate = f.Number("truncate_rate", x.truncate_rate, 0, 1);
+    x.spike_rate = f.Number("spike_rate", x.spike_rate, 0, 1);
+    x.spike = f.Duration("spike", x.spike);
+    f.Finish();
+  }
+  s.Finish();
+}
+
+void ReadCache(Section s, std::vector<TierOptions>& tiers) {
+  YAML::Node list = s.Get("tiers");
+  if (list.IsDefined() && !list.IsNull()) {
+    if (!list.IsSequence()) {
+      s.ctx().Fail(list, s.Path("tiers"), "expected a list of tiers, got " + Show(list));
+    }
+    if (list.size() > kMaxCacheTiers) {
+      s.ctx().Fail(list, s.Path("tiers"), fmt::format("at most {} tiers", kMaxCacheTiers));
+    }
+    tiers.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      Section t(s.ctx(), list[i], s.Path(fmt::format("tiers.{}", i)));
+      TierOptions o;
+      o.kind = t.Enum("kind", o.kind, kTierKindNames);
+      o.path = t.String("path", o.path);
+      // A distributed tier is the union of the other nodes' tiers: it has no capacity of its
+      // own (simulate only).
+      const bool distributed = o.kind == TierKind::kDistributed;
+      o.capacity = t.Size("capacity", o.capacity, !distributed);
+      if (!distributed && !list[i]["capacity"].IsDefined()) {
+        s.ctx().Fail(list[i], t.Path("capacity"), "every tier needs a capacity");
+      }
+      if (distributed && i + 1 != list.size()) {
+        s.ctx().Fail(list[i], t.Path("kind"),
+                     "the distributed tier (the other nodes' caches) must be the last tier");
+      }
+      o.read_bandwidth = t.Rate("bandwidth", o.read_bandwidth);
+      o.read_latency = t.Duration("latency", o.read_latency);
+      o.policy = t.Enum("policy", "fill-once", {"fill-once", "lru", "fifo", "s3-fifo", "belady"});
+      o.clear = t.Bool("clear", false);
+      if (o.kind == TierKind::kDisk && o.path.empty()) {
+        s.ctx().Fail(list[i], t.Path("path"), "a disk tier needs a path");
+      }
+      t.Finish();
+      tiers.push_back(o);
+    }
+  }
+  s.Finish();
+}
+
+void ReadLoader(Section s, LoaderOptions& l) {
+  l.batch_size = s.Integer<uint32_t>("batch_size", l.batch_size, 1);
+  l.prefetch = s.Integer<uint32_t>("prefetch", l.prefetch, 0);
+  l.io.io_depth = s.Integer<uint32_t>("io_depth", l.io.io_depth, 1);
+  l.io.io_threads = s.Integer<uint32_t>("io_threads", l.io.io_threads, 1);
+  l.workers = s.Integer<uint32_t>("workers", l.workers, 1);
+  YAML::Node pre = s.Get("preprocess");
+  PreprocessOptions& p = l.preprocess;
+  if (pre.IsDefined()) {
+    if (pre.IsScalar()) {
+      p.kind = s.EnumOf(pre, s.Path("preprocess"), kPreprocessKindNames);
+    } else {
+      Section ps(s.ctx(), pre, s.Path("preprocess"));
+      p.kind = ps.Enum("kind", p.kind, kPreprocessKindNames);
+      p.cost = ps.Duration("cost", p.cost);
+      p.image_size = ps.Integer<uint32_t>("size", p.image_size, 8);
+      if (p.image_size > 4096) {
+        s.ctx().Fail(pre["size"], ps.Path("size"), "expected 8 to 4096 pixels");
+      }
+      ps.Finish();
+    }
+  }
+  l.on_error = s.Enum("on_error", l.on_error, kOnErrorNames);
+  l.retries = s.Integer<uint32_t>("retries", l.retries, 0);
+  l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
+  l.io.read_timeout = s.Duration("read_timeout", l.io.read_timeout);
+  s.Finish();
+}
+
+void ReadGpu(Section s, DeviceOptions& g) {
+  g.device = s.Enum("device", g.device, kDeviceKindNames);
+  g.step_time = s.Duration("step_time", g.step_time);
+  YAML::Node model = s.Get("model");
+  if (model.IsDefined()) {
+    Section m(s.ctx(), model, s.Path("model"));
+    g.model.kind = m.Enum("kind", g.model.kind, kModelKindNames);
+    g.model.input = m.Integer<uint32_t>("input", g.model.input, 1);
+    g.model.hidden = m.Integer<uint32_t>("hidden", g.model.hidden, 0);
+    g.model.layers = m.Integer<uint32_t>("layers", g.model.layers, 1);
+    g.model.classes = m.Integer<uint32_t>("classes", g.model.classes, 2);
+    m.Finish();
+  }
+  g.gemm = s.Enum("gemm", g.gemm, kGemmKindNames);
+  s.Finish();
+}
+
+void ReadRun(Section s, RunOptions& r) {
+  r.epochs = s.Integer<uint32_t>("epochs", r.epochs, 1);
+  r.warmup_steps = s.Integer<uint32_t>("warmup_steps", r.warmup_steps, 0);
+  r.max_steps = s.Integer<uint64_t>("max_steps", r.max_steps, 0);
+  r.verify = s.Bool("verify", r.verify);
+  s.Finish();
+}
+
+void ReadCluster(Section s, ClusterOptions& c) {
+  c.nodes = s.Integer<uint32_t>("nodes", c.nodes, 1);
+  c.gpus_per_node = s.Integer<uint32_t>("gpus_per_node", c.gpus_per_node, 1);
+  c.network_bandwidth = s.Rate("network_bandwidth", c.network_bandwidth);
+  c.cpus_per_node = s.Integer<uint32_t>("cpus_per_node", c.cpus_per_node, 0);
+  s.Finish();
+}
+
+Scenario Convert(const Context& ctx, const YAML::Node& root) {
+  Scenario sc;
+  sc.file = ctx.file;
+  Section top(ctx, root, "");
+  sc.name = top.String("name", sc.name);
+  sc.description = top.String("description", "");
+  sc.seed = top.Integer<uint64_t>("seed", sc.seed, 0);
+  ReadDataset(Section(ctx, top.Get("dataset"), "dataset"), sc.dataset);
+  ReadStorage(Section(ctx, top.Get("storage"), "storage"), sc.storage);
+  ReadCache(Section(ctx, top.Get("cache"), "cache"), sc.cache_tiers);
+  ReadLoader(Section(ctx, top.Get("loader"), "loader"), sc.loader);
+  ReadGpu(Section(ctx, top.Get("gpu"), "gpu"), sc.gpu);
+  ReadRun(Section(ctx, top.Get("run"), "run"), sc.run);
+  ReadCluster(Section(ctx, top.Get("cluster"), "cluster"), sc.cluster);
+  YAML::Node cost = top.Get("cost");
+  if (cost.IsDefined() && !cost.IsNull()) {
+    Section c(ctx, cost, "cost");
+    sc.gpu_hour_cost = c.Number("gpu_hour", 0, 0, 1e9);
+    c.Finish();
+  }
+  top.Get("variants");  // read by ScenarioFile
+  top.Finish();
+  if (sc.has_distributed_tier() && sc.cluster.network_bandwidth <= 0) {
+    ctx.Fail(root["cache"]["tiers"], "cluster.network_bandwidth",
+             "a distributed cache tier needs cluster.network_bandwidth (the rate of a peer hit's "
+             "transfer, e.g. 12.5GB/s for 100 Gb/s)");
+  }
+  if (sc.storage.kind == StorageKind::kDirectory && sc.dataset.path.empty()) {
+    ctx.Fail(root["storage"]["kind"], "dataset.path",
+             "storage.kind directory needs dataset.path (the dataset's root folder)");
+  }
+  return sc;
+}
+
+void Apply(const Context& ctx, YAML::Node& root, const Override& o) {
+  std::vector<std::string> parts;
+  std::stringstream ss(o.key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  if (parts.empty() || o.key.empty()) throw ScenarioError(o.origin + ": empty key");
+  YAML::Node cur;
+  cur.reset(root);
+  std::string path;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part.empty()) throw ScenarioError(fmt::format("{}: {}: empty key part", o.origin, o.key));
+    path = path.empty() ? part : path + "." + part;
+    const bool last = i + 1 == parts.size();
+    if (cur.IsSequence()) {
+      size_t idx = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), idx);
+      if (ec != std::errc() || end != part.data() + part.size() || idx >= cur.size()) {
+        throw ScenarioError(fmt::format("{}: {}: '{}' is not an index of this {}-item list",
+                                        o.origin, path, part, cur.size()));
+      }
+      if (last) {
+        cur[idx] = o.value;
+      } else {
+        YAML::Node next = cur[idx];
+        cur.reset(next);
+      }
+      continue;
+    }
+    if (cur.IsScalar()) {
+      throw ScenarioError(
+          fmt::format("{}: {}: cannot set a key inside a single value", o.origin, path));
+    }
+    if (last) {
+      cur[part] = o.value;
+    } else {
+      if (!cur[part].IsDefined() || cur[part].IsNull()) cur[part] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = cur[part];
+      cur.reset(next);
+    }
+  }
+}
+
+}  // namespace
+
+ScenarioFile ScenarioFile::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(fmt::format("{}: cannot open scenario file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path);
+}
+
+namespace {
+
+// Parses `text`; throws ScenarioError naming the line of a syntax error.
+YAML::Node ParseYaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1,
+                                    e.mark.column + 1, e.msg));
+  }
+  if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) Context{name, nullptr}.Fail(root, "(top level)", "expected a mapping of keys");
+  return root;
+}
+
+// The variants of a parsed document, in file order, as overrides that keep their marks.
+std::vector<std::pair<std::string, std::vector<Override>>> VariantsOf(const YAML::Node& root,
+                                                                      const std::string& name) {
+  std::vector<std::pair<std::string, std::vector<Override>>> out;
+  const Context ctx{name, nullptr};
+  const YAML::Node& croot = root;
+  const YAML::Node variants = croot["variants"];
+  if (!variants.IsDefined() || variants.IsNull()) return out;
+  if (!variants.IsMap()) {
+    ctx.Fail(variants, "variants", "expected a mapping of NAME: {KEY: VALUE, ...}");
+  }
+  for (const auto& v : variants) {
+    const std::string vname = v.first.Scalar();
+    std::vector<Override> overrides;
+    if (!v.second.IsNull()) {
+      if (!v.second.IsMap()) {
+        ctx.Fail(v.second, "variants." + vname, "expected a mapping of dotted keys to values");
+      }
+      for (const auto& kv : v.second) {
+        const YAML::Mark m = kv.first.Mark();
+        overrides.push_back(
+            {kv.first.Scalar(), kv.second,
+             fmt::format("{}:{}:{} (variant {})", name, m.line + 1, m.column + 1, vname)});
+      }
+    }
+    out.emplace_back(vname, std::move(overrides));
+  }
+  return out;
+}
+
+}  // namespace
+
+ScenarioFile ScenarioFile::Parse(const std::string& text, const std::string& name) {
+  ScenarioFile f;
+  f.path_ = name;
+  f.text_ = text;
+  for (auto& [vname, overrides] : VariantsOf(ParseYaml(text, name), name)) {
+    f.variant_names_.push_back(vname);
+  }
+  return f;
+}
+
+std::vector<std::string> ScenarioFile::variant_names() const {
+  if (variant_names_.empty()) return {"base"};
+  return variant_names_;
+}
+
+Scenario ScenarioFile::Resolve(const std::string& variant,
+                               const std::vector<Override>& sets) const {
+  // A fresh parse per resolution: overrides edit the tree, and yaml-cpp's Clone() drops the
+  // line/column marks that error messages need.
+  YAML::Node root = ParseYaml(text_, path_);
+  const auto variants = VariantsOf(root, path_);
+  std::vector<Override> all;
+  if (!variants.empty() || variant != "base") {
+    auto it = std::find_if(variants.begin(), variants.end(),
+                           [&](const auto& v) { return v.first == variant; });
+    if (it == variants.end()) {
+      throw ScenarioError(fmt::format("{}: no variant named '{}' (variants: {})", path_, variant,
+                                      Join(variant_names(), ", ")));
+    }
+    all = it->second;
+  }
+  for (const Override& o : sets) {
+    if (o.key.rfind("variants", 0) == 0) {
+      throw ScenarioError(o.origin + ": variants cannot be set from the command line");
+    }
+    all.push_back({o.key, YAML::Clone(o.value), o.origin});
+  }
+  const Context ctx{path_, &all};
+  for (const Override& o : all) Apply(ctx, root, o);
+  Scenario sc = Convert(ctx, root);
+  sc.variant = variant;
+  return sc;
+}
+
+void CheckFaults(const Scenario& s) {
+  const auto& f = s.storage.model.faults;
+  if (f.any() && s.storage.kind != StorageKind::kSimulated) {
+    throw BadInput(fmt::format(
+        "{}: storage.faults: faults are injected by the simulated storage only (storage.kind "
+        "is {}); a real directory meets real ones",
+        s.file, NameOf(s.storage.kind)));
+  }
+  if (f.error_rate + f.timeout_rate + f.truncate_rate > 1) {
+    throw BadInput(fmt::format(
+        "{}: storage.faults: error_rate + timeout_rate + truncate_rate is {:.3g}, above 1", s.file,
+        f.error_rate + f.timeout_rate + f.truncate_rate));
+  }
+}
+
+Override ParseSetArgument(const std::string& argument) {
+  const auto eq = argument.find('=');
+  const std::string origin = "--set '" + argument + "'";
+  if (eq == std::string::npos || eq == 0) {
+    throw ScenarioError(origin + ": expected KEY=VALUE, e.g. --set loader.prefetch=8");
+  }
+  Override o;
+  o.key = argument.substr(0, eq);
+  o.origin = origin;
+  try {
+    o.value = YAML::Load(argument.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(origin + ": the value is not valid YAML: " + e.msg);
+  }
+  if (!o.value.IsDefined() || o.value.IsNull()) {
+    if (argument.size() == eq + 1) throw ScenarioError(origin + ": empty value");
+  }
+  return o;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,142 @@
+#include "config/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace stallscope {
+namespace {
+
+// Resolves `text` (variant "base" unless given) and returns the error message, or "" if ok.
+std::string ErrorOf(const std::string& text, const std::string& variant = "base",
+                    const std::vector<std::string>& sets = {}) {
+  try {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(ParseSetArgument(s));
+    ScenarioFile::Parse(text, "s.yaml").Resolve(variant, o);
+    return "";
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+}
+
+TEST(Scenario, DefaultsAndUnitsAreRead) {
+  const Scenario s = ScenarioFile::Parse(R"(
+name: t
+dataset: {samples: 100, sample_size: {mean: 4KiB, stdev: 1KiB}}
+storage: {kind: simulated, bandwidth: 400MB/s, latency: {p50: 4ms, p99: 30ms}}
+cache: {tiers: [{kind: memory, capacity: 1GiB}]}
+loader: {batch_size: 8, preprocess: {kind: normalize, cost: 100us}}
+gpu: {step_time: 50ms}
+cost: {gpu_hour: 2.5}
+)",
+                                         "t.yaml")
+                         .Resolve("base");
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.dataset.sample_size, 4096u);
+  EXPECT_EQ(s.dataset.sample_size_stdev, 1024u);
+  EXPECT_DOUBLE_EQ(s.storage.model.bandwidth_bytes_per_second, 400e6);
+  EXPECT_DOUBLE_EQ(s.storage.model.latency_p99_seconds, 0.030);
+  ASSERT_EQ(s.cache_tiers.size(), 1u);
+  EXPECT_EQ(s.cache_tiers[0].capacity, 1073741824u);
+  EXPECT_EQ(s.cache_tiers[0].policy, "fill-once");
+  EXPECT_DOUBLE_EQ(s.loader.preprocess.cost, 100e-6);
+  EXPECT_EQ(s.loader.prefetch, 4u);  // default
+  EXPECT_DOUBLE_EQ(*s.gpu_hour_cost, 2.5);
+}
+
+TEST(Scenario, VariantsAndSetOverrideDottedKeysAndListItems) {
+  const ScenarioFile f = ScenarioFile::Parse(R"(
+cache: {tiers: [{kind: memory, capacity: 1GiB}]}
+variants:
+  cold: {cache.tiers: []}
+  deep: {loader.prefetch: 16, cache.tiers.0.capacity: 2GiB}
+)",
+                                             "v.yaml");
+  EXPECT_EQ(f.variant_names(), (std::vector<std::string>{"cold", "deep"}));
+  EXPECT_TRUE(f.Resolve("cold").cache_tiers.empty());
+  const Scenario deep = f.Resolve("deep");
+  EXPECT_EQ(deep.loader.prefetch, 16u);
+  EXPECT_EQ(deep.cache_tiers[0].capacity, 2u << 30);
+  const Scenario set =
+      f.Resolve("deep", {ParseSetArgument("loader.prefetch=2"),
+                         ParseSetArgument("cache.tiers=[{kind: memory, capacity: 1MB}]")});
+  EXPECT_EQ(set.loader.prefetch, 2u);
+  EXPECT_EQ(set.cache_tiers[0].capacity, 1000000u);
+  EXPECT_NE(ErrorOf("variants: {a: {}}", "b").find("no variant named 'b'"), std::string::npos);
+}
+
+TEST(Scenario, UnknownKeyNamesFileLineColumnAndPath) {
+  const std::string e = ErrorOf("storage:\n  kind: simulated\n  bandwith: 400MB/s\n");
+  EXPECT_NE(e.find("s.yaml:3:3: storage.bandwith: unknown key (did you mean 'bandwidth'?)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Scenario, WrongTypeIsNamed) {
+  const std::string e = ErrorOf("loader:\n  workers: many\n");
+  EXPECT_NE(e.find("s.yaml:2:12: loader.workers: expected a whole number, got 'many'"),
+            std::string::npos)
+      << e;
+  const std::string e2 = ErrorOf("loader: [1, 2]\n");
+  EXPECT_NE(e2.find("s.yaml:1:9: loader: expected a mapping"), std::string::npos) << e2;
+  const std::string e3 = ErrorOf("run: {verify: perhaps}\n");
+  EXPECT_NE(e3.find("run.verify: expected true or false"), std::string::npos) << e3;
+}
+
+TEST(Scenario, NegativeAndZeroSizesAreRefused) {
+  const std::string e = ErrorOf("dataset:\n  sample_size: -4KiB\n");
+  EXPECT_NE(e.find("s.yaml:2:16: dataset.sample_size: a size cannot be negative"),
+            std::string::npos)
+      << e;
+  const std::string e2 = ErrorOf("cache: {tiers: [{kind: memory, capacity: 0}]}\n");
+  EXPECT_NE(e2.find("cache.tiers.0.capacity: must be a positive size"), std::string::npos) << e2;
+  const std::string e3 = ErrorOf("loader: {batch_size: 0}\n");
+  EXPECT_NE(e3.find("loader.batch_size: must be at least 1, got 0"), std::string::npos) << e3;
+  const std::string e4 = ErrorOf("loader: {workers: -2}\n");
+  EXPECT_NE(e4.find("loader.workers: must be at least 1, got -2"), std::string::npos) << e4;
+}
+
+TEST(Scenario, BadUnitIsNamed) {
+  const std::string e = ErrorOf("storage:\n  bandwidth: 400MB\n");
+  EXPECT_NE(e.find("s.yaml:2:14: storage.bandwidth: expected a rate such as 400MB/s"),
+            std::string::npos)
+      << e;
+  const std::string e2 = ErrorOf("gpu: {step_time: 50}\n");
+  EXPECT_NE(e2.find("gpu.step_time: expected a duration"), std::string::npos) << e2;
+  const std::string e3 = ErrorOf("dataset: {sample_size: 4KB8}\n");
+  EXPECT_NE(e3.find("dataset.sample_size: expected a size"), std::string::npos) << e3;
+}
+
+TEST(Scenario, ErrorsInVariantsAndSetPointAtTheirOrigin) {
+  const std::string e = ErrorOf("variants:\n  fast:\n    loader.prefetch: lots\n", "fast");
+  EXPECT_NE(e.find("s.yaml:3:22: loader.prefetch: expected a whole number"), std::string::npos)
+      << e;
+  const std::string e2 = ErrorOf("variants:\n  fast:\n    loader.prefech: 2\n", "fast");
+  EXPECT_NE(e2.find("s.yaml:3:5 (variant fast): loader.prefech: unknown key"), std::string::npos)
+      << e2;
+  const std::string e3 = ErrorOf("{}", "base", {"storage.bandwidth=fast"});
+  EXPECT_NE(e3.find("--set 'storage.bandwidth=fast': storage.bandwidth: expected a rate"),
+            std::string::npos)
+      << e3;
+  EXPECT_THROW(ParseSetArgument("novalue"), ScenarioError);
+}
+
+TEST(Scenario, YamlSyntaxErrorNamesLine) {
+  const std::string e = ErrorOf("storage:\n  kind: [simulated\n");
+  EXPECT_NE(e.find("s.yaml:"), std::string::npos);
+  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+TEST(Scenario, DirectoryStorageNeedsAPath) {
+  const std::string e = ErrorOf("storage: {kind: directory}\n");
+  EXPECT_NE(e.find("dataset.path"), std::string::npos) << e;
+}
+
+TEST(Scenario, LatencyQuantilesMustBeOrdered) {
+  const std::string e = ErrorOf("storage: {latency: {p50: 10ms, p99: 5ms}}\n");
+  EXPECT_NE(e.find("storage.latency.p99: must not be below latency.p50"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace stallscope

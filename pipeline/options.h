@@ -1,0 +1,73 @@
+// The pipeline library's settings, one struct per scenario section it owns (scenarios/README.md
+// documents every key; each field's default here is the key's only default):
+//   loader.*  LoaderOptions  (its I/O keys are storage's IoOptions)
+//   run.*     RunOptions
+// PipelineOptions is what one Pipeline runs with: those two, the seed, and the run's own
+// wiring (trace, observer).
+//
+// Thread-safety: plain values.
+#ifndef STALLSCOPE_PIPELINE_OPTIONS_H_
+#define STALLSCOPE_PIPELINE_OPTIONS_H_
+
+#include <cstdint>
+
+#include "base/names.h"
+#include "base/seed.h"
+#include "storage/storage_options.h"
+
+namespace stallscope {
+
+// none: hand the raw bytes over; normalize: bytes → float32 in [0, 1]; jpeg-decode:
+// libjpeg-turbo decode, crop, ImageNet normalization, CHW floats.
+enum class PreprocessKind { kNone, kNormalize, kJpegDecode };
+constexpr NameTable<PreprocessKind, 3> kPreprocessKindNames = {
+    {{PreprocessKind::kNone, "none"},
+     {PreprocessKind::kNormalize, "normalize"},
+     {PreprocessKind::kJpegDecode, "jpeg-decode"}}};
+inline const char* NameOf(PreprocessKind k) { return NameOf(kPreprocessKindNames, k); }
+
+// What a failed read does: retry (up to `retries` times, then fail), skip the sample, or fail.
+enum class OnError { kRetry, kSkip, kFail };
+constexpr NameTable<OnError, 3> kOnErrorNames = {
+    {{OnError::kRetry, "retry"}, {OnError::kSkip, "skip"}, {OnError::kFail, "fail"}}};
+
+struct PreprocessOptions {
+  PreprocessKind kind = PreprocessKind::kNormalize;
+  double cost = 0;          // seconds of extra real CPU work per sample
+  uint32_t image_size = 224;  // jpeg-decode: output side in pixels (8 to 4096)
+};
+
+struct LoaderOptions {
+  uint32_t batch_size = 256;
+  uint32_t prefetch = 4;  // batches prepared ahead of the device
+  uint32_t workers = 2;   // preprocessing threads
+  PreprocessOptions preprocess;
+  OnError on_error = OnError::kRetry;
+  uint32_t retries = 3;          // with on_error retry
+  double retry_backoff = 0.010;  // seconds before the first retry; doubles, at most 1 s
+  IoOptions io;                  // io_depth, io_threads, read_timeout
+
+  // Retries a failed read gets: `retries` under on_error retry, else none.
+  uint32_t retries_allowed() const { return on_error == OnError::kRetry ? retries : 0; }
+};
+
+struct RunOptions {
+  uint32_t epochs = 3;
+  uint32_t warmup_steps = 1;  // steps excluded from the measured window
+  uint64_t max_steps = 0;     // 0 = whole epochs
+  bool verify = true;         // check every delivered sample's content
+};
+
+class StepObserver;
+
+struct PipelineOptions {
+  uint64_t seed = kDefaultSeed;
+  LoaderOptions loader;
+  RunOptions run;
+  bool trace = false;                // record every read and preprocessing chunk (for --trace)
+  StepObserver* observer = nullptr;  // borrowed; called after every step
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_PIPELINE_OPTIONS_H_

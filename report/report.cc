@@ -1,0 +1,279 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/units.h"
+
+namespace stallscope {
+namespace {
+
+nlohmann::json Capacity(const std::optional<double>& c) {
+  return c ? nlohmann::json(*c) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+// The real GPU's measurements: busy time two ways, the H2D copies, the model and its loss.
+static nlohmann::json GpuToJson(const VariantResult& v) {
+  const DeviceReport& g = v.gpu;
+  nlohmann::json model = nlohmann::json::object();
+  for (const auto& [key, value] : g.facts) model[key] = value;
+  nlohmann::json curve = nlohmann::json::array();
+  const size_t stride = std::max<size_t>(1, g.loss.size() / 200);
+  for (size_t k = 0; k < g.loss.size(); k += stride) curve.push_back({k, g.loss[k]});
+  return {
+      {"busy_source", g.busy_source},
+      {"busy_fraction", 1 - v.gpu_idle_fraction},
+      {"event_busy_fraction", v.event_busy_fraction},
+      {"h2d",
+       {{"bytes", g.h2d_bytes},
+        {"seconds", g.h2d_seconds},
+        {"bytes_per_second", g.h2d_seconds > 0 ? g.h2d_bytes / g.h2d_seconds : 0.0},
+        {"overlap_fraction", g.h2d_seconds > 0 ? g.h2d_overlap_seconds / g.h2d_seconds : 0.0}}},
+      {"model", model},
+      {"loss",
+       {{"first", v.loss_first},
+        {"last", v.loss_last},
+        {"steps", g.loss.size()},
+        {"curve", curve}}},
+      {"notes", g.notes},
+  };
+}
+
+nlohmann::json VariantToJson(const VariantResult& v) {
+  nlohmann::json bytes = {{"storage", v.bytes_storage}};
+  for (const auto& [tier, n] : v.bytes_by_tier) bytes[tier] = n;
+  nlohmann::json cache = nlohmann::json::object();
+  for (const TierResult& t : v.cache) {
+    cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},   {"misses", t.misses},
+                     {"hit_ratio", t.hit_ratio}, {"bytes", t.bytes}, {"evictions", t.evictions}};
+  }
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochResult& e : v.epochs) {
+    nlohmann::json tiers = nlohmann::json::object();
+    for (size_t t = 0; t < e.tiers.size() && t < v.cache.size(); ++t) {
+      const TierEpoch& te = e.tiers[t];
+      tiers[v.cache[t].name] = {{"hits", te.hits},
+                                {"misses", te.lookups - te.hits},
+                                {"hit_ratio", te.hit_ratio},
+                                {"bytes", te.bytes},
+                                {"evictions", te.evictions}};
+    }
+    epochs.push_back({{"epoch", e.epoch},
+                      {"cache", tiers},
+                      {"gpu_idle_fraction", e.gpu_idle_fraction},
+                      {"cache_hit_ratio", e.cache_hit_ratio},
+                      {"samples_per_second", e.samples_per_second},
+                      {"window_seconds", e.window_seconds}});
+  }
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const TimelinePoint& p : v.timeline) {
+    timeline.push_back({{"t", p.t},
+                        {"utilization", p.utilization},
+                        {"queue_ready", p.queue_ready},
+                        {"queue_preprocessing", p.queue_preprocessing},
+                        {"queue_fetching", p.queue_fetching}});
+  }
+  nlohmann::json out = {
+      {"timeline", timeline},
+      {"name", v.name},
+      {"device", v.device},
+      {"gpu_idle_fraction", v.gpu_idle_fraction},
+      {"au", v.au},
+      {"window_seconds", v.window_seconds},
+      {"wall_seconds", v.wall_seconds},
+      {"busy_seconds", v.busy_seconds},
+      {"steps", v.steps},
+      {"samples_per_second", v.samples_per_second},
+      {"bytes_per_second", v.bytes_per_second},
+      {"bytes_read", bytes},
+      {"stall_seconds",
+       {{"fetch", v.stall.fetch},
+        {"preprocess", v.stall.preprocess},
+        {"transfer", v.stall.transfer},
+        {"other", v.stall.other}}},
+      {"bottleneck",
+       {{"stage", v.bottleneck_stage},
+        {"text", v.bottleneck_text},
+        {"capacity_samples_per_second",
+         {{"fetch", Capacity(v.capacity_fetch)},
+          {"preprocess", Capacity(v.capacity_preprocess)},
+          {"transfer", Capacity(v.capacity_transfer)},
+          {"gpu",
+           v.capacity_gpu > 0 ? nlohmann::json(v.capacity_gpu) : nlohmann::json(nullptr)}}}}},
+      {"fetch_batches_in_flight", v.fetch_batches_in_flight},
+      {"cache", cache},
+      {"cache_hit_ratio", v.cache_hit_ratio},
+      {"samples_delivered", v.samples_delivered},
+      {"samples_verified", v.samples_verified},
+      {"integrity_errors", v.integrity_errors},
+      {"samples_skipped", v.samples_skipped},
+      {"skipped_samples", v.skipped_samples},
+      {"read_errors", v.read_errors},
+      {"step_wait_seconds", {{"p50", v.step_wait_p50}, {"p99", v.step_wait_p99}}},
+      {"epochs", epochs},
+  };
+  out["gpus"] = v.gpus;
+  if (v.gpu_hour_cost) {
+    const IdleCost c = IdleCostOf(v);
+    out["cost"] = {{"gpu_hour", *v.gpu_hour_cost},
+                   {"idle_per_1000_gpu_hours", c.per_1000_gpu_hours},
+                   {"idle_per_day", c.per_day},
+                   {"gpus", v.gpus}};
+  }
+  if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
+  if (v.partial) out["partial"] = true;
+  return out;
+}
+
+nlohmann::json ResultDocument(const std::string& scenario, const std::string& mode,
+                              const std::vector<VariantResult>& variants) {
+  nlohmann::json doc = {{"scenario", scenario},
+                        {"mode", mode},
+                        {"device", variants.empty() ? "" : variants.front().device},
+                        {"variants", nlohmann::json::array()}};
+  for (const VariantResult& v : variants) doc["variants"].push_back(VariantToJson(v));
+  // What each variant saves per day against the first, at its cluster size.
+  if (!variants.empty() && variants.front().gpu_hour_cost) {
+    const double first = IdleCostOf(variants.front()).per_day;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      auto& v = doc["variants"][i];
+      if (v.contains("cost"))
+        v["cost"]["saves_per_day_vs_first"] = first - IdleCostOf(variants[i]).per_day;
+    }
+  }
+  if (std::any_of(variants.begin(), variants.end(),
+                  [](const VariantResult& v) { return v.partial; })) {
+    doc["partial"] = true;  // interrupted: what was measured before the stop
+  }
+  return doc;
+}
+
+std::string FormatTable(const std::vector<VariantResult>& vs) {
+  struct Row {
+    std::string label;
+    std::vector<std::string> cells;
+  };
+  std::vector<Row> rows;
+  auto add = [&](std::string label, auto cell) {
+    Row r{std::move(label), {}};
+    for (const VariantResult& v : vs) r.cells.push_back(cell(v));
+    rows.push_back(std::move(r));
+  };
+  auto pct = [](double x) { return fmt::format("{:.1f}%", x * 100); };
+  auto secs = [](double x) { return fmt::format("{:.2f}", x); };
+  add("", [](const VariantResult& v) { return v.name; });
+  add("GPU idle", [&](const VariantResult& v) { return pct(v.gpu_idle_fraction); });
+  add("AU", [&](const VariantResult& v) { return pct(v.au); });
+  add("samples/s",
+      [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
+  add("read MB/s",
+      [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
+  add("stall fetch (s)", [&](const VariantResult& v) { return secs(v.stall.fetch); });
+  add("stall preprocess (s)", [&](const VariantResult& v) { return secs(v.stall.preprocess); });
+  add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
+  add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
+  add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
+  add("cache hit", [&](const VariantResult& v) {
+    return v.cache.empty() ? std::string("-") : pct(v.cache_hit_ratio);
+  });
+  // One row per tier name, in the order first seen.
+  std::vector<std::string> tier_names;
+  for (const VariantResult& v : vs) {
+    for (const TierResult& t : v.cache) {
+      if (std::find(tier_names.begin(), tier_names.end(), t.name) == tier_names.end()) {
+        tier_names.push_back(t.name);
+      }
+    }
+  }
+  for (const std::string& name : tier_names) {
+    add("  " + name + " hit / evictions", [&](const VariantResult& v) {
+      for (const TierResult& t : v.cache) {
+        if (t.name == name) return fmt::format("{} / {}", pct(t.hit_ratio), t.evictions);
+      }
+      return std::string("-");
+    });
+  }
+  add("step wait p50 / p99", [](const VariantResult& v) {
+    return FormatDuration(v.step_wait_p50) + " / " + FormatDuration(v.step_wait_p99);
+  });
+  add("epoch idle", [](const VariantResult& v) {
+    std::string s;
+    for (const EpochResult& e : v.epochs) {
+      s += (s.empty() ? "" : " ") + fmt::format("{:.0f}%", e.gpu_idle_fraction * 100);
+    }
+    return s;
+  });
+  add("verified / bad", [](const VariantResult& v) {
+    return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
+  });
+  add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
+  if (std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) { return v.gpus > 1; })) {
+    add("GPUs", [](const VariantResult& v) { return fmt::format("{}", v.gpus); });
+  }
+  if (!vs.empty() && vs.front().gpu_hour_cost) {
+    auto usd = [](double x) { return fmt::format("${:.2f}", x); };
+    add("idle $ per 1000 GPU-h", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_1000_gpu_hours) : std::string("-");
+    });
+    add("idle $ per day", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_day) : std::string("-");
+    });
+    const double first = IdleCostOf(vs.front()).per_day;
+    add("saves $ per day vs first", [&](const VariantResult& v) {
+      return v.gpu_hour_cost ? usd(first - IdleCostOf(v).per_day) : std::string("-");
+    });
+  }
+  const bool any_gpu = std::any_of(
+      vs.begin(), vs.end(), [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
+  if (any_gpu) {
+    auto gpu = [&](std::string label, auto cell) {
+      add(std::move(label), [cell](const VariantResult& v) {
+        return v.gpu.busy_source.empty() ? std::string("-") : cell(v);
+      });
+    };
+    gpu("GPU busy CUPTI / events", [&](const VariantResult& v) {
+      return fmt::format("{} / {}", pct(1 - v.gpu_idle_fraction), pct(v.event_busy_fraction));
+    });
+    gpu("H2D GB/s, overlapped", [&](const VariantResult& v) {
+      const double s = v.gpu.h2d_seconds;
+      return fmt::format("{:.1f}, {}", s > 0 ? v.gpu.h2d_bytes / s / 1e9 : 0.0,
+                         pct(s > 0 ? v.gpu.h2d_overlap_seconds / s : 0.0));
+    });
+    gpu("loss first / last", [](const VariantResult& v) {
+      return fmt::format("{:.3f} / {:.3f}", v.loss_first, v.loss_last);
+    });
+    gpu("model width, step", [](const VariantResult& v) {
+      double width = 0, step = 0;
+      for (const auto& [k, x] : v.gpu.facts) {
+        if (k == "hidden_width") width = x;
+        if (k == "calibrated_step_seconds" || k == "measured_step_seconds") step = x;
+      }
+      return fmt::format("{:.0f}, {}", width, FormatDuration(step));
+    });
+  }
+
+  size_t label_w = 0;
+  std::vector<size_t> col_w(vs.size(), 0);
+  for (const Row& r : rows) {
+    label_w = std::max(label_w, r.label.size());
+    for (size_t i = 0; i < r.cells.size(); ++i) col_w[i] = std::max(col_w[i], r.cells[i].size());
+  }
+  std::string out;
+  for (const Row& r : rows) {
+    out += fmt::format("{:<{}}", r.label, label_w + 2);
+    for (size_t i = 0; i < r.cells.size(); ++i)
+      out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
+    out += "\n";
+  }
+  out += "\n";
+  for (const VariantResult& v : vs) {
+    out += fmt::format("{}: {}{}\n", v.name, v.partial ? "(interrupted, partial) " : "",
+                       v.bottleneck_text);
+  }
+  return out;
+}
+
+}  // namespace stallscope

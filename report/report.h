@@ -1,0 +1,24 @@
+// Report: VariantResults as the comparison table on stdout and as DESIGN.md's result JSON.
+//
+// Thread-safety: pure functions.
+#ifndef STALLSCOPE_REPORT_REPORT_H_
+#define STALLSCOPE_REPORT_REPORT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeline/analysis.h"
+
+namespace stallscope {
+
+nlohmann::json VariantToJson(const VariantResult& v);
+// {"scenario", "mode", "device", "variants": [...]}.
+nlohmann::json ResultDocument(const std::string& scenario, const std::string& mode,
+                              const std::vector<VariantResult>& variants);
+// One column per variant, one row per metric, then each variant's verdict in words.
+std::string FormatTable(const std::vector<VariantResult>& variants);
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_REPORT_REPORT_H_

@@ -1,0 +1,235 @@
+// Simulator tests that need no real run: closed forms (storage-bound clusters, fill-once hit
+// ratios), the distributed tier, stragglers, determinism and bad input. The validation against
+// real runs is tests/simulator_validation_test.cc.
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "app/runner.h"
+
+namespace stallscope {
+namespace {
+
+// Fixed host costs, so the tests do not depend on this machine's speed.
+HostModel TestHost() {
+  HostModel h;
+  h.cores = 64;
+  h.normalize_bytes_per_second = 2e9;
+  h.verify_bytes_per_second = 4e9;
+  h.memcpy_bytes_per_second = 20e9;
+  h.fresh_write_bytes_per_second = 5e9;
+  h.receive_bytes_per_second = 1e12;
+  h.burn_seconds_per_second = h.burn_all_cores_seconds_per_second =
+      1;  // the closed forms assume nothing but the storage model
+  return h;
+}
+
+// A storage-bound scenario: no latency, no CPU work, no cache.
+Scenario StorageBound(uint32_t nodes, uint32_t gpus, double bandwidth) {
+  Scenario s;
+  s.file = "test.yaml";
+  s.variant = "storage-bound";
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = gpus;
+  s.dataset.sample_size = 100000;  // 100 kB
+  s.loader.batch_size = 32;
+  s.loader.prefetch = 4;
+  s.loader.preprocess.kind = PreprocessKind::kNone;
+  s.run.verify = false;
+  s.run.epochs = 1;
+  s.gpu.device = DeviceKind::kEmulated;
+  s.gpu.step_time = 0.100;  // per GPU: 32 × 100 kB / 0.1 s = 32 MB/s
+  s.storage.kind = StorageKind::kSimulated;
+  s.storage.model.bandwidth_bytes_per_second = bandwidth;
+  s.storage.model.max_inflight = 1024;
+  s.dataset.samples = static_cast<uint64_t>(nodes) * gpus * 32 * 40;  // 40 steps
+  return s;
+}
+
+TEST(Simulator, StorageBoundClustersMatchBandwidthOverDemand) {
+  Simulator sim(TestHost());
+  struct Case {
+    uint32_t nodes, gpus;
+    double bandwidth;
+  };
+  for (const Case c :
+       {Case{4, 8, 512e6}, Case{16, 8, 1024e6}, Case{125, 8, 8000e6}, Case{2, 4, 64e6}}) {
+    const Scenario s = StorageBound(c.nodes, c.gpus, c.bandwidth);
+    const VariantResult v = sim.RunVariant(s);
+    const double demand = c.nodes * c.gpus * 32 * 100000 / 0.100;  // bytes/s
+    const double expected = std::min(1.0, c.bandwidth / demand);
+    SCOPED_TRACE(testing::Message() << c.nodes << "x" << c.gpus << " at " << c.bandwidth / 1e6
+                                    << " MB/s: AU " << v.au << ", expected " << expected);
+    EXPECT_NEAR(v.au, expected, 0.02 * expected);
+    EXPECT_EQ(v.gpus, c.nodes * c.gpus);
+    EXPECT_EQ(v.bottleneck_stage, "fetch");
+  }
+}
+
+TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
+  // 1600 samples of 64 KiB; a RAM tier of 25 MiB holds exactly 400 of them (a quarter):
+  // blocks of 2 KiB split evenly over 16 shards, 25 samples per shard.
+  Scenario s;
+  s.file = "test.yaml";
+  s.dataset.samples = 1600;
+  s.dataset.sample_size = 64 * 1024;
+  s.storage.model.bandwidth_bytes_per_second = 500e6;
+  s.cache_tiers = {TierOptions{.kind = TierKind::kMemory, .capacity = 25ULL << 20, .policy = "fill-once"}};
+  s.loader.batch_size = 50;
+  s.gpu.step_time = 0.010;
+  s.run.epochs = 4;
+  Simulator sim(TestHost());
+  const VariantResult v = sim.RunVariant(s);
+  ASSERT_EQ(v.epochs.size(), 4u);
+  EXPECT_EQ(v.epochs[0].tiers[0].hits, 0u);
+  for (int e = 1; e < 4; ++e) {
+    EXPECT_EQ(v.epochs[e].tiers[0].hits, 400u) << "epoch " << e;
+    EXPECT_DOUBLE_EQ(v.epochs[e].cache_hit_ratio, 0.25) << "epoch " << e;
+  }
+  EXPECT_EQ(v.cache[0].evictions, 0u);
+}
+
+TEST(Simulator, DistributedTierServesTheUnionOfTheNodesCaches) {
+  // 4 nodes, each RAM tier a quarter of the dataset (and some slack: a tier's 16 shards do not
+  // get exactly even shares of a node's ids): epoch 0 fills each with its own shard, so from
+  // epoch 1 on every sample is a local or a peer hit and storage is not read.
+  Scenario s = StorageBound(4, 2, 200e6);
+  s.dataset.samples = 4 * 2 * 32 * 20;
+  s.dataset.sample_size = 64 * 1024;
+  const uint64_t quarter = s.dataset.samples / 4 * s.dataset.sample_size;
+  s.cache_tiers = {
+      TierOptions{.kind = TierKind::kMemory, .capacity = quarter * 3 / 2, .policy = "fill-once"},
+      TierOptions{.kind = TierKind::kDistributed}};
+  s.cluster.network_bandwidth = 12.5e9;
+  s.run.epochs = 3;
+  Simulator sim(TestHost());
+  const VariantResult fast = sim.RunVariant(s);
+  ASSERT_EQ(fast.cache.size(), 2u);
+  EXPECT_EQ(fast.cache[1].name, "distributed");
+  for (int e = 1; e < 3; ++e) {
+    const TierEpoch& local = fast.epochs[e].tiers[0];
+    const TierEpoch& peer = fast.epochs[e].tiers[1];
+    EXPECT_NEAR(local.hit_ratio, 0.25, 0.02) << "epoch " << e;
+    EXPECT_EQ(peer.hits, peer.lookups) << "epoch " << e << ": every local miss is a peer hit";
+    EXPECT_DOUBLE_EQ(fast.epochs[e].cache_hit_ratio, 1.0);
+  }
+  // Later epochs read nothing from storage: all storage bytes are epoch 0's.
+  EXPECT_EQ(fast.bytes_storage, s.dataset.samples * s.dataset.sample_size);
+
+  // The same cluster on a slow network: peer hits cost transfers, the GPUs wait.
+  s.cluster.network_bandwidth = 20e6;
+  const VariantResult slow = sim.RunVariant(s);
+  EXPECT_GT(slow.gpu_idle_fraction, fast.gpu_idle_fraction + 0.2);
+}
+
+TEST(Simulator, SynchronousStepsWaitForTheSlowestRank) {
+  // A heavy latency tail and no prefetch: each step waits for the slowest of R ranks, so idle
+  // grows with the cluster though each rank's own demand and storage share are unchanged.
+  auto idle_at = [](uint32_t nodes) {
+    Scenario s = StorageBound(nodes, 1, 0);
+    s.storage.model.latency_p50_seconds = 0.005;
+    s.storage.model.latency_p99_seconds = 0.200;
+    s.loader.prefetch = 0;
+    Simulator sim(TestHost());
+    return sim.RunVariant(s).gpu_idle_fraction;
+  };
+  const double one = idle_at(1), many = idle_at(64);
+  EXPECT_GT(many, one + 0.15) << "1 rank idle " << one << ", 64 ranks idle " << many;
+}
+
+TEST(Simulator, SameScenarioSameAnswer) {
+  Scenario s = StorageBound(2, 4, 100e6);
+  s.storage.model.latency_p50_seconds = 0.002;
+  s.storage.model.latency_p99_seconds = 0.020;
+  Simulator a(TestHost()), b(TestHost());
+  const VariantResult x = a.RunVariant(s), y = b.RunVariant(s);
+  EXPECT_EQ(x.gpu_idle_fraction, y.gpu_idle_fraction);
+  EXPECT_EQ(x.samples_delivered, y.samples_delivered);
+}
+
+TEST(Simulator, FaultsAreRetriedOrSkippedAsInRealRuns) {
+  Scenario s = StorageBound(1, 1, 0);
+  s.storage.model.faults.error_rate = 0.02;
+  s.loader.on_error = OnError::kRetry;
+  s.loader.retries = 5;
+  Simulator sim(TestHost());
+  const VariantResult retried = sim.RunVariant(s);
+  EXPECT_GT(retried.read_errors, 0u);
+  EXPECT_EQ(retried.samples_skipped, 0u);
+  EXPECT_EQ(retried.samples_delivered, s.dataset.samples);
+  s.loader.on_error = OnError::kSkip;
+  const VariantResult skipped = sim.RunVariant(s);
+  EXPECT_GT(skipped.samples_skipped, 0u);
+  EXPECT_EQ(skipped.samples_delivered + skipped.samples_skipped, s.dataset.samples);
+  s.loader.on_error = OnError::kFail;
+  EXPECT_THROW(sim.RunVariant(s), RunFailed);
+}
+
+TEST(Simulator, MaxAcceleratorsIsBandwidthOverPerGpuDemandAtTheTarget) {
+  // Per GPU 32 MB/s; 1 GB/s keeps AU >= 0.9 up to 1e9 / (0.9 × 32e6) = 34.7 GPUs: 4 nodes of 8.
+  Scenario s = StorageBound(1, 8, 1e9);
+  s.dataset.samples = 400000;
+  s.run.max_steps = 30;
+  Simulator sim(TestHost());
+  const MaxAccelerators m = FindMaxAccelerators(sim, s, 0.9);
+  EXPECT_EQ(m.nodes, 4u);
+  EXPECT_EQ(m.accelerators, 32u);
+  EXPECT_GE(m.au, 0.9);
+  bool tried_five = false;
+  for (const auto& t : m.tried) {
+    if (t.nodes == 5) {
+      tried_five = true;
+      EXPECT_LT(t.au, 0.9);
+    }
+  }
+  EXPECT_TRUE(tried_five);
+}
+
+TEST(Simulator, BadInputNamesTheKey) {
+  Scenario s = StorageBound(1, 1, 0);
+  s.cache_tiers = {TierOptions{.kind = TierKind::kDistributed}};
+  s.cluster.network_bandwidth = 0;
+  try {
+    CheckSimulatable(s);
+    FAIL() << "a distributed tier without a network bandwidth was accepted";
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.network_bandwidth"), std::string::npos);
+  }
+  // More ranks than samples: each rank needs a shard.
+  Scenario tiny = StorageBound(8, 8, 0);
+  tiny.dataset.samples = 10;
+  Simulator sim(TestHost());
+  EXPECT_THROW(sim.RunVariant(tiny), BadInput);
+}
+
+TEST(Simulator, ScenarioFileRefusesAClusterOfZeroNodesAndADistributedTierWithoutNetwork) {
+  const auto zero = ScenarioFile::Parse("cluster: {nodes: 0, gpus_per_node: 8}\n", "z.yaml");
+  try {
+    zero.Resolve("base");
+    FAIL() << "zero nodes accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.nodes"), std::string::npos) << e.what();
+  }
+  const auto dist = ScenarioFile::Parse(
+      "cluster: {nodes: 4}\ncache:\n  tiers:\n    - {kind: memory, capacity: 1GiB}\n"
+      "    - {kind: distributed}\n",
+      "d.yaml");
+  try {
+    dist.Resolve("base");
+    FAIL() << "a distributed tier without cluster.network_bandwidth accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.network_bandwidth"), std::string::npos)
+        << e.what();
+  }
+  const auto ok = ScenarioFile::Parse(
+      "cluster: {nodes: 4, network_bandwidth: 12.5GB/s}\ncache:\n  tiers:\n"
+      "    - {kind: memory, capacity: 1GiB}\n    - {kind: distributed}\n",
+      "ok.yaml");
+  const Scenario s = ok.Resolve("base");
+  ASSERT_EQ(s.cache_tiers.size(), 2u);
+  EXPECT_EQ(s.cache_tiers[1].kind, TierKind::kDistributed);
+  EXPECT_DOUBLE_EQ(s.cluster.network_bandwidth, 12.5e9);
+}
+
+}  // namespace
+}  // namespace stallscope

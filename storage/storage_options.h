@@ -1,0 +1,68 @@
+// The storage library's settings, one struct per scenario section it owns (scenarios/README.md
+// documents every key; each field's default here is the key's only default):
+//   dataset.*   DatasetOptions     what the samples are
+//   storage.*   StorageOptions     where they come from (the simulated storage's model, or a
+//                                  directory's direct_io and cold)
+//   loader.io_depth, io_threads, read_timeout   IoOptions   how a directory is read
+//
+// Thread-safety: plain values.
+#ifndef STALLSCOPE_STORAGE_STORAGE_OPTIONS_H_
+#define STALLSCOPE_STORAGE_STORAGE_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "base/names.h"
+
+namespace stallscope {
+
+struct DatasetOptions {
+  uint64_t samples = 10000;           // simulated/memory storage: how many samples
+  uint64_t sample_size = 112 * 1024;  // bytes (the mean with a stdev)
+  uint64_t sample_size_stdev = 0;     // bytes; {mean:, stdev:} form; 0 = all the same size
+  std::string path;                   // storage.kind directory: the dataset root
+  uint32_t classes = 100;             // labels for the training step
+};
+
+// The simulated storage's behaviour (storage/storage_model.h); also how the simulator models
+// any storage, a directory's included.
+struct SimulatedStorageOptions {
+  double bandwidth_bytes_per_second = 0;  // storage.bandwidth; 0 = unlimited
+  double latency_p50_seconds = 0;         // storage.latency.p50; 0 with p99 0 = no latency
+  double latency_p99_seconds = 0;         // storage.latency.p99
+  double iops = 0;                        // storage.iops; 0 = unlimited
+  uint32_t max_inflight = 64;             // storage.max_inflight
+  struct Faults {                         // storage.faults
+    double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
+    double spike_rate = 0, spike = 0;
+    double stall_every = 0, stall_for = 0;
+    bool any() const {
+      return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
+             (stall_every > 0 && stall_for > 0);
+    }
+  } faults{};
+};
+
+enum class StorageKind { kSimulated, kDirectory, kMemory };
+constexpr NameTable<StorageKind, 3> kStorageKindNames = {{{StorageKind::kSimulated, "simulated"},
+                                                          {StorageKind::kDirectory, "directory"},
+                                                          {StorageKind::kMemory, "memory"}}};
+inline const char* NameOf(StorageKind k) { return NameOf(kStorageKindNames, k); }
+
+struct StorageOptions {
+  StorageKind kind = StorageKind::kSimulated;
+  SimulatedStorageOptions model;  // simulated: its model; the simulator: any storage's
+  bool direct_io = false;         // directory: O_DIRECT
+  bool cold = false;              // directory: evict the page cache before each epoch
+};
+
+// How a directory is read (the loader's I/O keys).
+struct IoOptions {
+  uint32_t io_depth = 64;     // reads in flight over all I/O threads (and a disk tier's)
+  uint32_t io_threads = 1;    // I/O threads, one io_uring each
+  double read_timeout = 60;   // seconds: the deadline of one file's open and read; 0 = none
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_STORAGE_STORAGE_OPTIONS_H_
