@@ -58,9 +58,11 @@ std::optional<double> ParseDuration(std::string_view text) {
   if (!split) return std::nullopt;
   const auto [v, u] = *split;
   if (u.empty()) return v == 0 ? std::optional<double>(0.0) : std::nullopt;
-  if (u == "ns") return v * 1e-9;
-  if (u == "us" || u == "µs") return v * 1e-6;
-  if (u == "ms") return v * 1e-3;
+  // Divided, not multiplied by 1e-6: "100us" is then the double nearest 100e-6, the same
+  // value as the literal a default is written with.
+  if (u == "ns") return v / 1e9;
+  if (u == "us" || u == "µs") return v / 1e6;
+  if (u == "ms") return v / 1e3;
   if (u == "s") return v;
   if (u == "m" || u == "min") return v * 60;
   if (u == "h") return v * 3600;

@@ -53,6 +53,8 @@ struct TierOptions {
   // a local NVMe drive by default. Real runs read the disk.
   double read_bandwidth = 2e9;   // bytes/s
   double read_latency = 100e-6;  // seconds, median
+
+  bool operator==(const TierOptions&) const = default;
 };
 
 // Checks a tier's options without building it (nothing is read or kept): a disk tier's path

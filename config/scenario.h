@@ -41,6 +41,8 @@ struct ClusterOptions {
   uint32_t nodes = 1, gpus_per_node = 1;
   double network_bandwidth = 0;  // bytes/s into each node (the distributed tier's transfers)
   uint32_t cpus_per_node = 0;    // preprocessing cores per node; 0 = as many as this host has
+
+  bool operator==(const ClusterOptions&) const = default;
 };
 
 // A resolved scenario: the settings of every section, each the owning library's own struct.
@@ -65,6 +67,8 @@ struct Scenario {
   bool has_distributed_tier() const {
     return !cache_tiers.empty() && cache_tiers.back().kind == TierKind::kDistributed;
   }
+
+  bool operator==(const Scenario&) const = default;
 };
 
 // One override: a dotted key path and a YAML value.

@@ -33,6 +33,8 @@ struct ModelOptions {
   uint32_t hidden = 0;    // width; 0 = calibrate to step_time
   uint32_t layers = 4;
   uint32_t classes = 100;  // outputs
+
+  bool operator==(const ModelOptions&) const = default;
 };
 
 struct DeviceOptions {
@@ -40,6 +42,8 @@ struct DeviceOptions {
   double step_time = 0.050;  // seconds: emulated busy time per step; cuda calibration target
   ModelOptions model;
   GemmKind gemm = GemmKind::kCublas;
+
+  bool operator==(const DeviceOptions&) const = default;
 };
 
 }  // namespace stallscope

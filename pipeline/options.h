@@ -35,6 +35,8 @@ struct PreprocessOptions {
   PreprocessKind kind = PreprocessKind::kNormalize;
   double cost = 0;          // seconds of extra real CPU work per sample
   uint32_t image_size = 224;  // jpeg-decode: output side in pixels (8 to 4096)
+
+  bool operator==(const PreprocessOptions&) const = default;
 };
 
 struct LoaderOptions {
@@ -49,6 +51,8 @@ struct LoaderOptions {
 
   // Retries a failed read gets: `retries` under on_error retry, else none.
   uint32_t retries_allowed() const { return on_error == OnError::kRetry ? retries : 0; }
+
+  bool operator==(const LoaderOptions&) const = default;
 };
 
 struct RunOptions {
@@ -56,6 +60,8 @@ struct RunOptions {
   uint32_t warmup_steps = 1;  // steps excluded from the measured window
   uint64_t max_steps = 0;     // 0 = whole epochs
   bool verify = true;         // check every delivered sample's content
+
+  bool operator==(const RunOptions&) const = default;
 };
 
 class StepObserver;

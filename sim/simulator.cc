@@ -137,6 +137,45 @@ HostModel HostModel::Mean(const HostModel& a, const HostModel& b) {
   return m;
 }
 
+namespace {
+
+// The dataset as the simulator sees it: every sample's size (the synthetic dataset's, or the
+// directory's files'), and whether its content can be verified.
+struct SimulatedDataset {
+  std::vector<uint64_t> sizes;
+  uint64_t max_sample_bytes = 0;
+  bool can_verify = true;
+};
+
+SimulatedDataset LoadDataset(const Scenario& s) {
+  SimulatedDataset d;
+  if (s.storage.kind == StorageKind::kDirectory) {
+    const DirectoryStorage directory(DirectoryStorageOptions{
+        .dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = true});
+    d.sizes.resize(directory.num_samples());
+    for (uint64_t i = 0; i < d.sizes.size(); ++i) d.sizes[i] = directory.SampleBytes(i);
+    d.can_verify = directory.can_verify();  // a `stallscope gen` directory is verified
+  } else {
+    d.sizes.resize(s.dataset.samples);
+    for (uint64_t i = 0; i < d.sizes.size(); ++i) {
+      d.sizes[i] = SampleSizeOf(s.seed, i, s.dataset.sample_size, s.dataset.sample_size_stdev);
+    }
+  }
+  for (uint64_t v : d.sizes) d.max_sample_bytes = std::max(d.max_sample_bytes, v);
+  return d;
+}
+
+// Each rank's plan: the Pipeline's own function (pipeline/run_plan.h) over the rank's shard.
+RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_sample_bytes,
+                 bool can_verify) {
+  return MakeRunPlan(s.loader, s.run,
+                     {.samples = samples_per_rank,
+                      .max_sample_bytes = max_sample_bytes,
+                      .can_verify = can_verify});
+}
+
+}  // namespace
+
 // One cache tier of one node: the real tier's policy objects in the real tier's layout,
 // without the bytes.
 class SimTier {
@@ -335,32 +374,18 @@ class Simulator::Run_ {
   void Setup() {
     const auto& c = s_.cluster;
     const uint64_t R = static_cast<uint64_t>(c.nodes) * c.gpus_per_node;
-    // Sample sizes: the synthetic dataset's, or the files'.
-    std::unique_ptr<Storage> directory;
-    if (s_.storage.kind == StorageKind::kDirectory) {
-      directory = std::make_unique<DirectoryStorage>(DirectoryStorageOptions{
-          .dataset = s_.dataset, .storage = s_.storage, .io = s_.loader.io, .quiet = true});
-      n_ = directory->num_samples();
-      sizes_.resize(n_);
-      for (uint64_t i = 0; i < n_; ++i) sizes_[i] = directory->SampleBytes(i);
-      can_verify_ = directory->can_verify();  // a `stallscope gen` directory is verified
-    } else {
-      n_ = s_.dataset.samples;
-      sizes_.resize(n_);
-      for (uint64_t i = 0; i < n_; ++i) {
-        sizes_[i] = SampleSizeOf(s_.seed, i, s_.dataset.sample_size, s_.dataset.sample_size_stdev);
-      }
-      can_verify_ = true;
-    }
-    for (uint64_t v : sizes_) max_bytes_ = std::max(max_bytes_, v);
+    SimulatedDataset dataset = LoadDataset(s_);
+    n_ = dataset.sizes.size();
+    sizes_ = std::move(dataset.sizes);
+    max_bytes_ = dataset.max_sample_bytes;
+    can_verify_ = dataset.can_verify;
     if (n_ < R) {
       throw BadInput(fmt::format(
           "{}: cluster: {} ranks but only {} samples: every rank needs a shard of the dataset",
           s_.file, R, n_));
     }
     per_rank_ = n_ / R;
-    plan_ = PlanFor(s_, {.samples = per_rank_, .max_sample_bytes = max_bytes_,
-                         .can_verify = can_verify_});
+    plan_ = RankPlan(s_, per_rank_, max_bytes_, can_verify_);
     RequireMeasuredSteps(plan_, s_.run.warmup_steps, s_.file);
     batches_per_epoch_ = plan_.batches_per_epoch;
     total_ = plan_.total_batches;
@@ -998,8 +1023,11 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats, R
   return v;
 }
 
-RunPlan Simulator::PlanFor(const Scenario& s, const PlanInputs& rank) {
-  return MakeRunPlan(s.loader, s.run, rank);
+RunPlan Simulator::PlanFor(const Scenario& s) {
+  const SimulatedDataset d = LoadDataset(s);
+  const uint64_t ranks = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  return RankPlan(s, d.sizes.size() / std::max<uint64_t>(ranks, 1), d.max_sample_bytes,
+                  d.can_verify);
 }
 
 Scenario OnThisHost(Scenario s) {

@@ -98,9 +98,9 @@ class Simulator {
   VariantResult RunVariant(const Scenario& scenario, SimulationStats* stats = nullptr,
                            RunRecord* record = nullptr);
 
-  // The plan each rank's loader runs (the Pipeline's own function, pipeline/run_plan.h),
-  // for `rank`'s shard of the dataset.
-  static RunPlan PlanFor(const Scenario& scenario, const PlanInputs& rank);
+  // The plan each rank's loader runs in a simulation of `scenario` (the Pipeline's own
+  // function, pipeline/run_plan.h, over a rank's shard). Throws BadInput as Run() does.
+  static RunPlan PlanFor(const Scenario& scenario);
 
   const HostModel& host() const { return host_; }
   // Replaces the host model (a validation re-measures it next to each real run: a shared

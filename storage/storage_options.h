@@ -22,6 +22,8 @@ struct DatasetOptions {
   uint64_t sample_size_stdev = 0;     // bytes; {mean:, stdev:} form; 0 = all the same size
   std::string path;                   // storage.kind directory: the dataset root
   uint32_t classes = 100;             // labels for the training step
+
+  bool operator==(const DatasetOptions&) const = default;
 };
 
 // The simulated storage's behaviour (storage/storage_model.h); also how the simulator models
@@ -40,7 +42,10 @@ struct SimulatedStorageOptions {
       return error_rate > 0 || timeout_rate > 0 || truncate_rate > 0 || spike_rate > 0 ||
              (stall_every > 0 && stall_for > 0);
     }
+    bool operator==(const Faults&) const = default;
   } faults{};
+
+  bool operator==(const SimulatedStorageOptions&) const = default;
 };
 
 enum class StorageKind { kSimulated, kDirectory, kMemory };
@@ -54,6 +59,8 @@ struct StorageOptions {
   SimulatedStorageOptions model;  // simulated: its model; the simulator: any storage's
   bool direct_io = false;         // directory: O_DIRECT
   bool cold = false;              // directory: evict the page cache before each epoch
+
+  bool operator==(const StorageOptions&) const = default;
 };
 
 // How a directory is read (the loader's I/O keys).
@@ -61,6 +68,8 @@ struct IoOptions {
   uint32_t io_depth = 64;     // reads in flight over all I/O threads (and a disk tier's)
   uint32_t io_threads = 1;    // I/O threads, one io_uring each
   double read_timeout = 60;   // seconds: the deadline of one file's open and read; 0 = none
+
+  bool operator==(const IoOptions&) const = default;
 };
 
 }  // namespace stallscope
