@@ -15,6 +15,7 @@
 #include "app/resolve.h"
 #include "app/runner.h"
 #include "report/report.h"
+#include "sim/max_accelerators.h"
 #include "sim/simulator.h"
 
 namespace stallscope {

@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <liburing.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -18,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include "base/align.h"
+#include "storage/uring_ring.h"
 
 namespace stallscope {
 
@@ -26,7 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kManifest = "stallscope-cache.json";
-constexpr uint64_t kWakeTag = ~0ULL;
 
 
 void FormatPath(char* out, const std::string& dir, const char* fmt_name, uint64_t a, uint64_t b,
@@ -43,13 +41,9 @@ constexpr const char* kTmpFormat = "%s/tmp-%" PRIx64 "-%" PRIx64 "-%" PRIx64;
 // open/pwrite/fdatasync/rename when the ring (or its direct descriptors) is unavailable.
 class DiskTier::Writer {
  public:
-  Writer(DiskTier* tier, uint32_t slots) : tier_(tier), writes_(slots) {
-    wake_fd_ = eventfd(0, EFD_CLOEXEC);
-    // 5 SQEs per chain + the wake-up poll.
-    if (io_uring_queue_init(5 * slots + 1, &ring_, 0) == 0) {
-      uring_ = io_uring_register_files_sparse(&ring_, slots) == 0;
-      if (!uring_) io_uring_queue_exit(&ring_);
-    }
+  // 5 SQEs per chain (open, write, fsync, close, rename), into `slots` direct descriptors.
+  Writer(DiskTier* tier, uint32_t slots) : tier_(tier), writes_(slots), ring_(5 * slots, slots) {
+    uring_ = ring_.ok() && ring_.fixed_files();
     thread_ = std::thread([this] { Run(); });
   }
   ~Writer() {
@@ -57,10 +51,8 @@ class DiskTier::Writer {
       std::lock_guard lock(mu_);
       stop_ = true;
     }
-    Wake();
+    ring_.Wake();
     thread_.join();
-    if (uring_) io_uring_queue_exit(&ring_);
-    close(wake_fd_);
   }
   Write& slot(uint32_t i) { return writes_[i]; }
   void Enqueue(uint32_t slot) {
@@ -68,15 +60,10 @@ class DiskTier::Writer {
       std::lock_guard lock(mu_);
       queue_.push_back(slot);
     }
-    Wake();
+    ring_.Wake();
   }
 
  private:
-  void Wake() {
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
-  }
-
   int Flags() const { return O_WRONLY | O_CREAT | O_TRUNC | (tier_->direct_ ? O_DIRECT : 0); }
   uint64_t WriteBytes(const Write& w) const {
     const uint64_t size = tier_->size_[w.id];
@@ -86,23 +73,23 @@ class DiskTier::Writer {
   void QueueChain(uint32_t i) {
     Write& w = writes_[i];
     const std::byte* buf = tier_->buffers_[w.buffer];
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = ring_.GetSqe();
     io_uring_prep_openat_direct(sqe, AT_FDCWD, w.tmp, Flags(), 0644, i);
     sqe->flags |= IOSQE_IO_LINK;
     io_uring_sqe_set_data64(sqe, i);
-    sqe = io_uring_get_sqe(&ring_);
+    sqe = ring_.GetSqe();
     io_uring_prep_write(sqe, static_cast<int>(i), buf, static_cast<unsigned>(WriteBytes(w)), 0);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
     io_uring_sqe_set_data64(sqe, (1ULL << 32) | i);
-    sqe = io_uring_get_sqe(&ring_);
+    sqe = ring_.GetSqe();
     io_uring_prep_fsync(sqe, static_cast<int>(i), IORING_FSYNC_DATASYNC);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
     io_uring_sqe_set_data64(sqe, i);
-    sqe = io_uring_get_sqe(&ring_);
+    sqe = ring_.GetSqe();
     io_uring_prep_close_direct(sqe, i);
     sqe->flags |= IOSQE_IO_LINK;
     io_uring_sqe_set_data64(sqe, i);
-    sqe = io_uring_get_sqe(&ring_);
+    sqe = ring_.GetSqe();
     io_uring_prep_renameat(sqe, AT_FDCWD, w.tmp, AT_FDCWD, w.final, 0);
     io_uring_sqe_set_data64(sqe, i);
     w.remaining = 5;
@@ -110,13 +97,8 @@ class DiskTier::Writer {
   }
 
   void RunUring() {
-    auto arm = [&] {
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-      io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
-      io_uring_sqe_set_data64(sqe, kWakeTag);
-    };
-    arm();
-    io_uring_submit(&ring_);
+    ring_.ArmWake();
+    ring_.Submit();
     uint32_t inflight = 0;
     while (true) {
       std::deque<uint32_t> take;
@@ -129,25 +111,9 @@ class DiskTier::Writer {
         QueueChain(i);
         ++inflight;
       }
-      io_uring_cqe* cqe = nullptr;
-      if (io_uring_sq_ready(&ring_) > 0) {
-        io_uring_submit_and_wait(&ring_, 1);
-      } else {
-        io_uring_wait_cqe(&ring_, &cqe);
-      }
-      unsigned head, seen = 0;
-      bool rearm = false;
-      io_uring_for_each_cqe(&ring_, head, cqe) {
-        ++seen;
-        const uint64_t tag = io_uring_cqe_get_data64(cqe);
-        if (tag == kWakeTag) {
-          uint64_t count;
-          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
-          rearm = true;
-          continue;
-        }
+      ring_.Wait();
+      ring_.ForEachCompletion([&](uint64_t tag, int res) {
         Write& w = writes_[tag & 0xffffffffu];
-        int res = cqe->res;
         // A short write is an error too (a full disk, say).
         if ((tag >> 32) == 1 && res >= 0 && static_cast<uint64_t>(res) < WriteBytes(w)) {
           res = -ENOSPC;
@@ -157,10 +123,8 @@ class DiskTier::Writer {
           --inflight;
           tier_->FinishWrite(w);
         }
-      }
-      io_uring_cq_advance(&ring_, seen);
-      if (rearm) arm();
-      if (io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+      });
+      ring_.Submit();
     }
   }
 
@@ -172,8 +136,7 @@ class DiskTier::Writer {
         if (queue_.empty()) {
           if (stop_) break;
           lock.unlock();
-          uint64_t count;
-          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+          ring_.WaitForWake();
           continue;
         }
         i = queue_.front();
@@ -200,9 +163,8 @@ class DiskTier::Writer {
 
   DiskTier* const tier_;
   std::vector<Write> writes_;
-  io_uring ring_{};
+  UringRing ring_;
   bool uring_ = false;
-  int wake_fd_ = -1;
   std::mutex mu_;
   std::deque<uint32_t> queue_;  // guarded by mu_
   bool stop_ = false;           // guarded by mu_

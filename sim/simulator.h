@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "cache/policy.h"
+#include "sim/host_model.h"
 #include "pipeline/analysis.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/run_plan.h"
@@ -49,35 +50,16 @@
 
 namespace stallscope {
 
-// What CPU work costs on this host (measured by Measure(), or set by a test). The defaults
-// charge nothing (1e12 B/s).
-struct HostModel {
-  uint32_t cores = 1;                        // std::thread::hardware_concurrency()
-  double normalize_bytes_per_second = 1e12;  // NormalizeBytes: input bytes per second
-  double verify_bytes_per_second = 1e12;     // Storage::Verify on synthetic content
-  double memcpy_bytes_per_second = 1e12;     // a RAM-tier hit's copy; the emulated device's copy
-  double burn_seconds_per_second = 1;        // what 1 s of loader.preprocess.cost takes
-  double burn_all_cores_seconds_per_second = 1;  // the same with every core busy
-  double fresh_write_bytes_per_second = 1e12;    // copying into never-touched memory (a RAM tier)
-  // Landing a storage read's bytes on the receiving thread (the simulated storage generates
-  // them there; a real network or disk path copies them): bytes per second.
-  double receive_bytes_per_second = 1e12;
-  // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
-  static HostModel Measure(uint64_t sample_bytes);
-  // The mean of two measurements (e.g. taken before and after a real run it is compared with).
-  static HostModel Mean(const HostModel& a, const HostModel& b);
-};
-
-// The pinned host-to-device rate charged for a `gpu.device: cuda` copy: measured on the H200
-// (docs/gpu, bench_h2d: 52.3 GB/s through the pipeline).
-constexpr double kSimulatedH2DBytesPerSecond = 52.3e9;
-
 struct SimulationStats {
   uint32_t ranks = 1;
   uint64_t events = 0;           // events processed (main queue and storage/disk/network models)
   double wall_seconds = 0;       // real time the simulation took
   double simulated_seconds = 0;  // simulated time it covered
 };
+
+// The disk tiers' policies a Simulator keeps between variants, by "path|dataset|node" (a later
+// variant naming the same path starts warm).
+using DiskPolicies = std::map<std::string, std::unique_ptr<EvictionPolicy>>;
 
 struct SimulationResult {
   RunRecord record;       // as a real run's, merged over ranks
@@ -110,11 +92,9 @@ class Simulator {
   void ForgetDisks() { disks_.clear(); }
 
  private:
-  class Run_;
-
   HostModel host_;
   // Disk tiers' policies by "path|dataset|node", kept between variants.
-  std::map<std::string, std::unique_ptr<EvictionPolicy>> disks_;
+  DiskPolicies disks_;
 };
 
 // The scenario as a real run on this host can measure it, for validating the simulator: one
@@ -123,24 +103,6 @@ Scenario OnThisHost(Scenario scenario);
 
 // Throws BadInput (exit 2) for a scenario the simulator cannot run, naming the key.
 void CheckSimulatable(const Scenario& scenario);
-
-// MLPerf Storage's headline figure by search over cluster size: the largest number of
-// accelerators (cluster.nodes × gpus_per_node, gpus_per_node as given) whose simulated AU stays
-// at or above `au`. AU falls as nodes are added (they share the storage), so nodes are doubled
-// until AU drops below the target, then bisected.
-struct MaxAccelerators {
-  uint32_t nodes = 0;  // 0: even one node misses the target
-  uint64_t accelerators = 0;
-  double au = 0;  // at `nodes`
-  struct Try {
-    uint32_t nodes;
-    uint64_t accelerators;
-    double au;
-  };
-  std::vector<Try> tried;           // in the order simulated
-  bool limited_by_dataset = false;  // stopped where every rank would get under one batch
-};
-MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& scenario, double au);
 
 }  // namespace stallscope
 

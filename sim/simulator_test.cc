@@ -1,6 +1,7 @@
 // Simulator tests that need no real run: closed forms (storage-bound clusters, fill-once hit
 // ratios), the distributed tier, stragglers, determinism and bad input. The validation against
 // real runs is tests/simulator_validation_test.cc.
+#include "sim/max_accelerators.h"
 #include "sim/simulator.h"
 
 #include <gtest/gtest.h>

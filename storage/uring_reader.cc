@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <liburing.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,13 +14,14 @@
 #include <mutex>
 #include <thread>
 #include "base/align.h"
+#include "storage/uring_ring.h"
 
 namespace stallscope {
 
 namespace {
 
-constexpr uint64_t kPollTag = ~0ULL;
 constexpr uint64_t kCancelTag = ~1ULL;  // the completions of cancel requests: ignored
+static_assert(kCancelTag != UringRing::kWakeTag);
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -51,21 +50,17 @@ class UringFileReader::IoThread {
  public:
   IoThread(const FileReadSource* source, uint32_t depth, bool try_uring, bool direct,
            double deadline)
-      : source_(source), depth_(std::max<uint32_t>(depth, 1)), direct_(direct) {
-    wake_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (wake_fd_ < 0) throw StorageError("eventfd: " + ErrnoText(errno));
-    if (try_uring) {
-      // Per file: open + read, and a cancel for each of them; one more for the eventfd poll
-      // that wakes the thread.
-      const int rc = io_uring_queue_init(4 * depth_ + 1, &ring_, 0);
-      uring_ = rc == 0;
-      uring_error_ = rc < 0 ? -rc : 0;
-      if (uring_) fixed_files_ = io_uring_register_files_sparse(&ring_, depth_) == 0;
-      // Waiting with a timeout needs IORING_FEAT_EXT_ARG (Linux 5.11); older kernels have no
-      // deadline.
-      if (uring_ && deadline > 0 && (ring_.features & IORING_FEAT_EXT_ARG)) {
-        deadline_ns_ = static_cast<int64_t>(deadline * 1e9);
-      }
+      : source_(source),
+        depth_(std::max<uint32_t>(depth, 1)),
+        direct_(direct),
+        // Per file: open + read, and a cancel for each of them.
+        ring_(try_uring ? 4 * depth_ : 0, try_uring ? depth_ : 0) {
+    uring_ = try_uring && ring_.ok();
+    fixed_files_ = uring_ && ring_.fixed_files();
+    // Waiting with a timeout needs IORING_FEAT_EXT_ARG (Linux 5.11); older kernels have no
+    // deadline.
+    if (uring_ && deadline > 0 && (ring_.features() & IORING_FEAT_EXT_ARG)) {
+      deadline_ns_ = static_cast<int64_t>(deadline * 1e9);
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
@@ -77,21 +72,19 @@ class UringFileReader::IoThread {
       std::lock_guard lock(mu_);
       stop_ = true;
     }
-    Wake();
+    ring_.Wake();
     thread_.join();
-    if (uring_) io_uring_queue_exit(&ring_);  // also closes the registered files
-    close(wake_fd_);
   }
 
   bool uring() const { return uring_; }
-  int uring_error() const { return uring_error_; }
+  int uring_error() const { return ring_.error(); }
 
   void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
     {
       std::lock_guard lock(mu_);
       for (const ReadRequest& r : requests) incoming_.push_back({r, cb});
     }
-    Wake();
+    ring_.Wake();
   }
 
   void CancelAll() {
@@ -99,7 +92,7 @@ class UringFileReader::IoThread {
       std::lock_guard lock(mu_);
       cancel_ = true;
     }
-    Wake();
+    ring_.Wake();
   }
 
  private:
@@ -132,11 +125,6 @@ class UringFileReader::IoThread {
     return static_cast<uint64_t>(slots_[slot_index].generation) << kGenerationShift | slot_index;
   }
 
-  void Wake() {
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
-  }
-
   // Moves submitted items to the local queue. Returns false when stopping with nothing left.
   // After CancelAll() the queued files complete with -ECANCELED and those in flight are
   // cancelled.
@@ -166,7 +154,7 @@ class UringFileReader::IoThread {
     if (s.cancel_reason != 0) return;
     s.cancel_reason = reason;
     for (const uint64_t tag : {TagOf(slot_index) | kOpenTag, TagOf(slot_index)}) {
-      io_uring_sqe* sqe = GetSqe();
+      io_uring_sqe* sqe = ring_.GetSqe();
       io_uring_prep_cancel64(sqe, tag, 0);
       io_uring_sqe_set_data64(sqe, kCancelTag);
     }
@@ -190,24 +178,13 @@ class UringFileReader::IoThread {
     return next;
   }
 
-  // A free submission entry. The ring has four per slot (open, read and a cancel for each)
-  // plus one for the poll, so it is practically never full; if it is, submit what is there.
-  io_uring_sqe* GetSqe() {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    while (sqe == nullptr) {
-      io_uring_submit(&ring_);
-      sqe = io_uring_get_sqe(&ring_);
-    }
-    return sqe;
-  }
-
   int OpenFlags() const { return O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0); }
 
   void Complete(const Item& it, int64_t result) { it.callback->OnReadComplete(it.request, result); }
 
   void QueueRead(uint32_t slot_index) {
     Slot& s = slots_[slot_index];
-    io_uring_sqe* sqe = GetSqe();
+    io_uring_sqe* sqe = ring_.GetSqe();
     uint64_t len = s.size - s.done;
     if (direct_) len = RoundUp(len, kBlockBytes);
     io_uring_prep_read(sqe, fixed_files_ ? static_cast<int>(slot_index) : s.fd,
@@ -240,8 +217,8 @@ class UringFileReader::IoThread {
     s.started_ns = deadline_ns_ > 0 ? NowNs() : 0;
     if (fixed_files_) {
       // The open and its linked read must go to the kernel in one submission.
-      if (io_uring_sq_space_left(&ring_) < 2) io_uring_submit(&ring_);
-      io_uring_sqe* sqe = GetSqe();
+      ring_.Reserve(2);
+      io_uring_sqe* sqe = ring_.GetSqe();
       // O_CLOEXEC does not apply to direct descriptors (the kernel refuses it).
       io_uring_prep_openat_direct(sqe, AT_FDCWD, source_->PathOf(it.request.sample, s.path),
                                   OpenFlags() & ~O_CLOEXEC, 0, idx);
@@ -260,12 +237,6 @@ class UringFileReader::IoThread {
     }
     QueueRead(idx);
     return true;
-  }
-
-  void ArmPoll() {
-    io_uring_sqe* sqe = GetSqe();
-    io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
-    io_uring_sqe_set_data64(sqe, kPollTag);
   }
 
   // The file's result once nothing of it is left in the kernel.
@@ -331,49 +302,27 @@ class UringFileReader::IoThread {
   }
 
   void RunUring() {
-    ArmPoll();
-    io_uring_submit(&ring_);
+    ring_.ArmWake();
+    ring_.Submit();
     uint32_t inflight = 0;
     while (true) {
       if (!TakeIncoming() && inflight == 0) break;
       inflight += Refill();
       RunCallbacks();  // failed opens of the plain-descriptor path land here
-      io_uring_cqe* cqe = nullptr;
-      const int64_t wait_ns = inflight > 0 ? ExpireDeadlines() : -1;
-      int rc;
-      if (wait_ns >= 0) {
-        __kernel_timespec ts{wait_ns / 1000000000, wait_ns % 1000000000};
-        rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
-      } else {
-        rc = io_uring_sq_ready(&ring_) > 0 ? io_uring_submit_and_wait(&ring_, 1)
-                                           : io_uring_wait_cqe(&ring_, &cqe);
-      }
+      const int rc = ring_.Wait(inflight > 0 ? ExpireDeadlines() : -1);
       if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
         std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
       }
-      unsigned head;
-      unsigned seen = 0;
-      bool rearm = false;
-      io_uring_for_each_cqe(&ring_, head, cqe) {
-        ++seen;
-        const uint64_t tag = io_uring_cqe_get_data64(cqe);
-        if (tag == kPollTag) {
-          uint64_t count;
-          [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
-          rearm = true;
-        } else if (tag == kCancelTag) {
-          // -ENOENT or -EALREADY when the file finished first: nothing to do.
-        } else if (OnCompletion(tag, cqe->res)) {
-          --inflight;
-        }
-      }
-      io_uring_cq_advance(&ring_, seen);
-      if (rearm) ArmPoll();
+      ring_.ForEachCompletion([&](uint64_t tag, int res) {
+        // A cancel's own completion (-ENOENT or -EALREADY when the file finished first): nothing
+        // to do.
+        if (tag != kCancelTag && OnCompletion(tag, res)) --inflight;
+      });
       // Refill the ring before running the callbacks, so the device stays busy while they
       // work (a cache tier verifies a checksum in its callback).
       TakeIncoming();
       inflight += Refill();
-      if (rearm || io_uring_sq_ready(&ring_) > 0) io_uring_submit(&ring_);
+      ring_.Submit();
       RunCallbacks();
     }
   }
@@ -384,8 +333,7 @@ class UringFileReader::IoThread {
       RunCallbacks();  // files cancelled by CancelAll() before they started
       if (!more) break;
       if (local_.empty()) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);  // blocks
+        ring_.WaitForWake();
         continue;
       }
       Item it = local_.front();
@@ -423,11 +371,9 @@ class UringFileReader::IoThread {
   const FileReadSource* const source_;
   const uint32_t depth_;
   const bool direct_;
-  io_uring ring_{};
+  UringRing ring_;
   bool uring_ = false;
   bool fixed_files_ = false;
-  int uring_error_ = 0;
-  int wake_fd_ = -1;
   int64_t deadline_ns_ = 0;  // 0: none
 
   std::mutex mu_;

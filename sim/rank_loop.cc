@@ -1,0 +1,463 @@
+// RankLoop, the fetch side: set-up, the event loop, the fetcher, cache lookups and reads.
+#include "sim/rank_loop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/clock.h"
+#include "base/errors.h"
+#include "storage/content.h"
+#include "storage/directory_storage.h"
+#include "storage/synthetic.h"
+
+namespace stallscope {
+
+SimulatedDataset LoadDataset(const Scenario& s) {
+  SimulatedDataset d;
+  if (s.storage.kind == StorageKind::kDirectory) {
+    const DirectoryStorage directory(DirectoryStorageOptions{
+        .dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = true});
+    d.sizes.resize(directory.num_samples());
+    for (uint64_t i = 0; i < d.sizes.size(); ++i) d.sizes[i] = directory.SampleBytes(i);
+    d.can_verify = directory.can_verify();  // a `stallscope gen` directory is verified
+  } else {
+    d.sizes.resize(s.dataset.samples);
+    for (uint64_t i = 0; i < d.sizes.size(); ++i) {
+      d.sizes[i] = SampleSizeOf(s.seed, i, s.dataset.sample_size, s.dataset.sample_size_stdev);
+    }
+  }
+  for (uint64_t v : d.sizes) d.max_sample_bytes = std::max(d.max_sample_bytes, v);
+  return d;
+}
+
+RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_sample_bytes,
+                 bool can_verify) {
+  return MakeRunPlan(s.loader, s.run,
+                     {.samples = samples_per_rank,
+                      .max_sample_bytes = max_sample_bytes,
+                      .can_verify = can_verify});
+}
+
+SimulationResult RankLoop::Go() {
+  Setup();
+  const double wall0 = MonotonicSeconds();
+  // The start: every rank fetches as far as it may.
+  for (uint32_t r = 0; r < ranks_.size(); ++r) TryFetch(r, 0.0);
+  // The shared storage's model is consulted directly rather than through the queue: it has
+  // the most events, and each would otherwise cost a queue push and pop of its own.
+  StorageModel& storage = *models_[0].model;
+  while (!failed_) {
+    const double next_storage = storage.NextEventTime();
+    if (!queue_.empty() && queue_.top().t < next_storage) {
+      const Event e = queue_.top();
+      queue_.pop();
+      ++events_;
+      Dispatch(e);
+    } else if (next_storage != kNever) {
+      done_.clear();
+      storage.Advance(next_storage, done_);
+      for (const StorageModel::Completion& c : done_) OnRead(-1, c);
+    } else {
+      break;
+    }
+  }
+  if (!failed_ && steps_done_ < total_) {
+    throw std::logic_error(fmt::format(
+        "simulator: no event left at step {} of {} (rank 0: next fetch {}, next copy {})",
+        steps_done_, total_, ranks_[0].next_fetch, ranks_[0].next_copy));
+  }
+  SimulationResult out;
+  out.stats.ranks = static_cast<uint32_t>(ranks_.size());
+  out.stats.wall_seconds = MonotonicSeconds() - wall0;
+  out.stats.events = events_;
+  for (const auto& m : models_) out.stats.events += m.model->events();
+  Finish(out);
+  return out;
+}
+
+void RankLoop::Push(double t, Kind kind, uint32_t a, uint64_t b) {
+  queue_.push({t, seq_++, kind, a, b});
+}
+
+uint64_t RankLoop::Token(uint32_t rank, int slot, uint32_t i) {
+  return static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(slot) << 20 | i;
+}
+
+void RankLoop::Setup() {
+  const auto& c = s_.cluster;
+  const uint64_t R = static_cast<uint64_t>(c.nodes) * c.gpus_per_node;
+  SimulatedDataset dataset = LoadDataset(s_);
+  n_ = dataset.sizes.size();
+  sizes_ = std::move(dataset.sizes);
+  max_bytes_ = dataset.max_sample_bytes;
+  can_verify_ = dataset.can_verify;
+  if (n_ < R) {
+    throw BadInput(fmt::format(
+        "{}: cluster: {} ranks but only {} samples: every rank needs a shard of the dataset",
+        s_.file, R, n_));
+  }
+  per_rank_ = n_ / R;
+  plan_ = RankPlan(s_, per_rank_, max_bytes_, can_verify_);
+  RequireMeasuredSteps(plan_, s_.run.warmup_steps, s_.file);
+  batches_per_epoch_ = plan_.batches_per_epoch;
+  total_ = plan_.total_batches;
+  sampler_ = std::make_unique<Sampler>(n_, s_.seed);
+  oracle_ = std::make_unique<EpochOrderOracle>(
+      n_, s_.run.epochs,
+      [this](uint64_t epoch, std::vector<uint64_t>& out) { sampler_->Order(epoch, out); });
+
+  // Host costs.
+  // `cuda` is charged the H200's pinned copy rate; `emulated` and `auto` this host's memcpy
+  // (what `auto` runs on a host without a GPU).
+  const bool emulated = s_.gpu.device != DeviceKind::kCuda;
+  copy_rate_ = emulated ? host_.memcpy_bytes_per_second : kSimulatedH2DBytesPerSecond;
+  device_name_ = emulated ? "simulated: emulated" : "simulated: cuda (H2D 52.3 GB/s)";
+
+  // Storage: one model shared by every rank.
+  memory_storage_ = s_.storage.kind == StorageKind::kMemory;
+  models_.push_back(
+      {std::make_unique<StorageModel>(s_.storage.model, s_.seed, max_bytes_, 0.0), kNever,
+       -1});
+
+  // Nodes: local tiers, disk and network models, cores.
+  distributed_ = s_.has_distributed_tier();
+  for (const TierOptions& o : s_.cache_tiers) {
+    tier_kind_.push_back(o.kind == TierKind::kMemory ? kRamTier : o.kind == TierKind::kDisk ? kDiskTier : kPeers);
+  }
+  const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
+  const uint32_t cores = c.cpus_per_node > 0 ? c.cpus_per_node : host_.cores;
+  cores_ = cores;
+  nodes_.resize(c.nodes);
+  for (uint32_t k = 0; k < c.nodes; ++k) {
+    Node& node = nodes_[k];
+    node.free_cores = cores;
+    node.tiers.reserve(local_tiers);
+    for (size_t t = 0; t < local_tiers; ++t) {
+      const TierOptions& o = s_.cache_tiers[t];
+      EvictionPolicy* persistent = nullptr;
+      // (Not beside a distributed tier: its index of which node holds what starts empty.)
+      if (o.kind == TierKind::kDisk && o.policy != "belady" && !distributed_) {
+        // A disk tier outlives the variant (a warm restart), unless it is cleared.
+        const std::string key = fmt::format("{}|{}|{}|{}|{}", o.path, s_.seed, n_, max_bytes_, k);
+        auto& p = disks_[key];
+        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->name() != o.policy) {
+          p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
+        }
+        persistent = p.get();
+      }
+      node.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
+      if (o.kind == TierKind::kDisk && node.disk_model < 0) {
+        SimulatedStorageOptions d;
+        d.bandwidth_bytes_per_second = o.read_bandwidth;
+        d.latency_p50_seconds = o.read_latency;
+        d.latency_p99_seconds = o.read_latency * 4;
+        d.max_inflight = s_.loader.io.io_depth;
+        node.disk_model = static_cast<int>(models_.size());
+        models_.push_back({std::make_unique<StorageModel>(d, s_.seed + 1 + k, max_bytes_, 0.0),
+                           kNever, static_cast<int>(t)});
+      }
+    }
+    if (distributed_) {
+      SimulatedStorageOptions nic;
+      nic.bandwidth_bytes_per_second = c.network_bandwidth;
+      nic.max_inflight = 1u << 20;
+      node.nic_model = static_cast<int>(models_.size());
+      models_.push_back({std::make_unique<StorageModel>(nic, s_.seed, max_bytes_, 0.0), kNever,
+                         static_cast<int>(local_tiers)});
+    }
+  }
+  if (distributed_) {
+    holders_.assign(n_, 0);
+  }
+  // Ranks.
+  ranks_.resize(R);
+  for (uint32_t r = 0; r < R; ++r) {
+    Rank& rk = ranks_[r];
+    rk.node = r / c.gpus_per_node;
+    rk.slots.resize(plan_.slots);
+    const uint32_t batch = plan_.batch_size;
+    for (int sl = static_cast<int>(rk.slots.size()) - 1; sl >= 0; --sl) {
+      Slot& slot = rk.slots[sl];
+      slot.ids.resize(batch);
+      slot.access.resize(batch);
+      slot.attempts.resize(batch);
+      slot.dropped.resize(batch);
+      slot.source.resize(batch);
+      slot.to_read.reserve(batch);
+      rk.free_slots.push_back(sl);
+    }
+    rk.slot_of_batch.assign(total_, -1);
+    rk.ready.assign(total_, 0);
+    rk.idle_workers = std::max<uint32_t>(s_.loader.workers, 1);
+  }
+  Order(0);  // the first epoch's shuffle is set-up, not simulation
+  records_.assign(total_, BatchRecord{});
+  copied_count_.assign(total_, 0);
+  epoch_snapshots_.assign(s_.run.epochs + 1, {});
+  snapshot_taken_.assign(s_.run.epochs + 1, 0);
+}
+
+const std::vector<uint64_t>& RankLoop::Order(uint64_t epoch) {
+  auto it = orders_.find(epoch);
+  if (it != orders_.end()) return it->second;
+  if (orders_.size() >= 4) orders_.erase(orders_.begin());  // the oldest epoch is done
+  auto& v = orders_[epoch];
+  sampler_->Order(epoch, v);
+  return v;
+}
+
+void RankLoop::Arm(int m) {
+  if (m == 0) return;  // the shared storage is polled by the main loop
+  Model& md = models_[m];
+  const double next = md.model->NextEventTime();
+  if (next < md.armed_at) {
+    md.armed_at = next;
+    Push(next, kModel, static_cast<uint32_t>(m), 0);
+  }
+}
+
+void RankLoop::Dispatch(const Event& e) {
+  switch (e.kind) {
+    case kModel: {
+      Model& md = models_[e.a];
+      if (e.t != md.armed_at) return;  // superseded by an earlier arming
+      md.armed_at = kNever;
+      done_.clear();
+      md.model->Advance(e.t, done_);
+      Arm(static_cast<int>(e.a));
+      for (const StorageModel::Completion& c : done_) OnRead(md.tier, c);
+      return;
+    }
+    case kLookupsDone:
+      SubmitReads(e.a, static_cast<int>(e.b), e.t);
+      return;
+    case kChunkDone:
+      OnChunkDone(e.a, static_cast<int>(e.b), e.t);
+      return;
+    case kCopyDone:
+      OnCopyDone(e.a, e.b, e.t);
+      return;
+    case kStepEnd:
+      OnStepEnd(e.b, e.t);
+      return;
+    case kReceived:
+      Received(e.a, static_cast<int>((e.b >> 20) & 0xfff), e.t);
+      return;
+    case kRetry: {
+      const uint64_t token = e.b;
+      const uint32_t r = static_cast<uint32_t>(token >> 32);
+      const Slot& slot = ranks_[r].slots[(token >> 20) & 0xfff];
+      const uint32_t i = token & 0xfffff;
+      models_[0].model->Submit(token, sizes_[slot.ids[i]], e.t);
+      Arm(0);
+      return;
+    }
+  }
+}
+
+void RankLoop::TryFetch(uint32_t r, double t) {
+  Rank& rk = ranks_[r];
+  if (rk.fetcher_busy || rk.next_fetch >= total_) return;
+  const uint64_t b = rk.next_fetch;
+  if (b > device_batch_ + s_.loader.prefetch || rk.free_slots.empty()) return;
+  const int sl = rk.free_slots.back();
+  rk.free_slots.pop_back();
+  rk.slot_of_batch[b] = sl;
+  rk.next_fetch++;
+  StartBatch(r, b, sl, t);
+}
+
+void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
+  Rank& rk = ranks_[r];
+  Node& node = nodes_[rk.node];
+  Slot& slot = rk.slots[sl];
+  const uint64_t epoch = b / batches_per_epoch_;
+  const uint64_t R = ranks_.size();
+  const uint32_t batch = s_.loader.batch_size;
+  const uint64_t first = (b % batches_per_epoch_) * batch;
+  const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(batch, per_rank_ - first));
+  if (!snapshot_taken_[epoch]) {
+    snapshot_taken_[epoch] = 1;
+    epoch_snapshots_[epoch] = Evictions();
+  }
+  const std::vector<uint64_t>& order = Order(epoch);
+  slot.batch = b;
+  slot.count = count;
+  slot.pending = 0;
+  slot.next_chunk = slot.chunks_done = slot.skipped = 0;
+  slot.fetch_start = t;
+  slot.to_read.clear();
+  BatchRecord& part = records_[b];  // counts are summed over ranks
+  part.epoch = static_cast<uint32_t>(epoch);
+  part.samples += count;
+  double copy_seconds = 0;  // the fetcher's memcpy of RAM hits (and of MemoryStorage reads)
+  const size_t local = node.tiers.size();
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t pos = (first + i) * R + r;
+    const uint64_t id = order[pos];
+    slot.ids[i] = id;
+    slot.access[i] = epoch * n_ + pos;
+    slot.attempts[i] = 0;
+    slot.dropped[i] = 0;
+    slot.source[i] = kStorage;
+    int found = -1;
+    for (size_t k = 0; k < local; ++k) {
+      part.cache_lookups[k]++;
+      if (node.tiers[k].Lookup(id, slot.access[i])) {
+        found = static_cast<int>(k);
+        break;
+      }
+    }
+    if (found < 0 && distributed_) {
+      part.cache_lookups[local]++;
+      if (holders_[id] > 0) {
+        found = static_cast<int>(local);
+        distributed_hits_++;
+      } else {
+        distributed_misses_++;
+      }
+    }
+    slot.source[i] = static_cast<int8_t>(found);  // a tier, or storage (-1)
+    if (found >= 0 && tier_kind_[found] == kRamTier) {
+      part.cache_hits[found]++;
+      part.cache_bytes[found] += sizes_[id];
+      copy_seconds += sizes_[id] / host_.memcpy_bytes_per_second;
+      continue;
+    }
+    if (found < 0 && memory_storage_) {
+      // MemoryStorage copies inside Submit, on the fetcher's thread.
+      copy_seconds += sizes_[id] / host_.memcpy_bytes_per_second;
+      copy_seconds +=
+          AdmitLocal(r, id, slot.access[i], local) / host_.fresh_write_bytes_per_second;
+      part.storage_bytes += sizes_[id];
+      part.storage_reads++;
+      continue;
+    }
+    slot.pending++;
+    slot.to_read.push_back(i);
+  }
+  rk.fetcher_busy = true;
+  Push(t + copy_seconds, kLookupsDone, r, static_cast<uint64_t>(sl));
+}
+
+void RankLoop::SubmitReads(uint32_t r, int sl, double t) {
+  Rank& rk = ranks_[r];
+  Node& node = nodes_[rk.node];
+  Slot& slot = rk.slots[sl];
+  BatchRecord& part = records_[slot.batch];
+  rk.fetcher_busy = false;
+  if (slot.pending == 0) {
+    FetchDone(r, sl, t);
+  } else {
+    for (const uint32_t i : slot.to_read) {
+      const int src = slot.source[i];
+      const uint64_t token = Token(r, sl, i);
+      const uint64_t bytes = sizes_[slot.ids[i]];
+      if (src == kStorage) {
+        part.storage_reads++;
+        models_[0].model->Submit(token, bytes, t);
+      } else if (tier_kind_[src] == kDiskTier) {
+        models_[node.disk_model].model->Submit(token, bytes, t);
+      } else {  // distributed: from a peer over this node's link
+        models_[node.nic_model].model->Submit(token, bytes, t);
+      }
+    }
+    Arm(0);
+    if (node.disk_model >= 0) Arm(node.disk_model);
+    if (node.nic_model >= 0) Arm(node.nic_model);
+  }
+  TryFetch(r, t);
+}
+
+void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
+  const uint32_t r = static_cast<uint32_t>(c.token >> 32);
+  const int sl = static_cast<int>((c.token >> 20) & 0xfff);
+  const uint32_t i = c.token & 0xfffff;
+  Rank& rk = ranks_[r];
+  Slot& slot = rk.slots[sl];
+  const uint64_t id = slot.ids[i];
+  BatchRecord& part = records_[slot.batch];
+  const uint64_t bytes = sizes_[id];
+  uint64_t admitted = 0;                 // bytes copied into RAM tiers
+  if (tier >= 0) tier = slot.source[i];  // which disk tier (they share one read model)
+  if (tier >= 0) {                       // a cache tier's read (disk or a peer): never fails here
+    part.cache_hits[tier]++;
+    part.cache_bytes[tier] += bytes;
+    if (tier_kind_[tier] == kDiskTier) {
+      admitted = AdmitLocal(r, id, slot.access[i], tier);  // promote
+    }
+  } else if (c.result >= 0 && static_cast<uint64_t>(c.result) == bytes) {
+    part.storage_bytes += bytes;
+    admitted = AdmitLocal(r, id, slot.access[i], nodes_[rk.node].tiers.size());
+  } else {
+    read_errors_++;
+    const OnError on_error = s_.loader.on_error;
+    if (on_error != OnError::kFail && slot.attempts[i] < plan_.retries) {
+      slot.attempts[i]++;
+      const double delay = std::min(
+          1.0, s_.loader.retry_backoff * std::ldexp(1.0, static_cast<int>(slot.attempts[i]) - 1));
+      Push(c.time + delay, kRetry, r, c.token);
+      return;
+    }
+    if (on_error == OnError::kSkip) {
+      slot.dropped[i] = 1;
+      slot.skipped++;
+      skipped_.push_back(id);
+    } else {
+      failed_ = true;
+      error_ = fmt::format("reading sample {} failed after {} attempt(s): {}", id,
+                           slot.attempts[i] + 1,
+                           c.result < 0 ? std::strerror(static_cast<int>(-c.result))
+                                        : fmt::format("{} of {} bytes", c.result, bytes));
+      return;
+    }
+  }
+  // Completions are handed over one at a time on the rank's receiving thread (the storage's
+  // completion thread in a real run): it lands the bytes (receive_bytes_per_second) and
+  // copies admitted ones into the RAM tier (fresh arena pages, so at the first-touch rate).
+  // Later completions wait behind it.
+  double cost = admitted / host_.fresh_write_bytes_per_second;
+  if (tier < 0 && c.result > 0) cost += c.result / host_.receive_bytes_per_second;
+  const double received = std::max(c.time, rk.receiver_free) + cost;
+  rk.receiver_free = received;
+  if (received > c.time) {
+    Push(received, kReceived, r, c.token);
+    return;
+  }
+  Received(r, sl, c.time);
+}
+
+void RankLoop::Received(uint32_t r, int sl, double t) {
+  if (--ranks_[r].slots[sl].pending == 0) FetchDone(r, sl, t);
+}
+
+uint64_t RankLoop::AdmitLocal(uint32_t r, uint64_t id, uint64_t access, size_t upto) {
+  Node& node = nodes_[ranks_[r].node];
+  uint64_t copied = 0;
+  for (size_t k = 0; k < upto && k < node.tiers.size(); ++k) {
+    evicted_.clear();
+    const bool in = node.tiers[k].Admit(id, sizes_[id], access, evicted_);
+    if (in && tier_kind_[k] == kRamTier) copied += sizes_[id];
+    if (!distributed_) continue;
+    if (in) holders_[id]++;
+    for (uint64_t v : evicted_) holders_[v] -= holders_[v] > 0;
+  }
+  return copied;
+}
+
+void RankLoop::FetchDone(uint32_t r, int sl, double t) {
+  Rank& rk = ranks_[r];
+  Slot& slot = rk.slots[sl];
+  slot.fetch_done = t;
+  if (!plan_.preprocess_stage) {
+    slot.preprocess_done = t;
+    MarkReady(r, sl, t);
+    return;
+  }
+  rk.fetched.push_back(sl);
+  DispatchWorkers(rk.node, t);
+}
+
+}  // namespace stallscope

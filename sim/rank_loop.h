@@ -1,0 +1,209 @@
+// RankLoop: one simulation of one resolved scenario (Simulator::Run builds one per call).
+//
+// The ranks' loaders as events on a simulated clock: each rank's fetcher (one batch at a time,
+// at most `prefetch` ahead of the device, plan.slots staging slots), its cache lookups in the
+// node's SimTiers, reads from the shared StorageModel (and disk and network models), the node's
+// worker cores (chunks of a batch), the copy (in order, at most one batch ahead), and the
+// synchronous step of all ranks. The fetch side is in rank_loop.cc, the workers, copy, step
+// and the final record in rank_loop_steps.cc.
+//
+// Thread-safety: one thread.
+#ifndef STALLSCOPE_SIM_RANK_LOOP_H_
+#define STALLSCOPE_SIM_RANK_LOOP_H_
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "cache/epoch_oracle.h"
+#include "config/scenario.h"
+#include "pipeline/run_plan.h"
+#include "pipeline/sampler.h"
+#include "sim/host_model.h"
+#include "sim/sim_tier.h"
+#include "sim/simulator.h"
+#include "storage/storage_model.h"
+
+namespace stallscope {
+
+// The dataset as the simulator sees it: every sample's size (the synthetic dataset's, or the
+// directory's files'), and whether its content can be verified.
+struct SimulatedDataset {
+  std::vector<uint64_t> sizes;
+  uint64_t max_sample_bytes = 0;
+  bool can_verify = true;
+};
+
+SimulatedDataset LoadDataset(const Scenario& s);
+
+// Each rank's plan: the Pipeline's own function (pipeline/run_plan.h) over the rank's shard.
+RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_sample_bytes,
+                 bool can_verify);
+
+class RankLoop {
+ public:
+  // `host` and `disks` are borrowed and must outlive the RankLoop.
+  RankLoop(const HostModel& host, DiskPolicies& disks, const Scenario& s)
+      : host_(host), disks_(disks), s_(s) {}
+
+  SimulationResult Go();
+
+ private:
+  static constexpr double kNever = StorageModel::kNever;
+  enum Kind : uint32_t { kModel, kLookupsDone, kChunkDone, kCopyDone, kStepEnd, kRetry, kReceived };
+  struct Event {
+    double t;
+    uint64_t seq;
+    uint32_t kind;
+    uint32_t a;
+    uint64_t b;
+  };
+  struct Later {
+    bool operator()(const Event& x, const Event& y) const {
+      return x.t > y.t || (x.t == y.t && x.seq > y.seq);
+    }
+  };
+  enum TierRole : uint8_t { kRamTier, kDiskTier, kPeers };
+  // Where a sample of a batch is being read from.
+  enum Source : int8_t { kStorage = -1 };
+  struct Model {
+    std::unique_ptr<StorageModel> model;
+    double armed_at = kNever;  // the time of the kModel event in the queue, or kNever
+    int tier = -1;           // the cache tier it serves (-1: storage)
+  };
+  struct Slot {
+    uint64_t batch = 0;
+    uint32_t count = 0, pending = 0, next_chunk = 0, chunks_done = 0, skipped = 0;
+    double fetch_start = 0, fetch_done = 0, preprocess_done = 0;
+    std::vector<uint64_t> ids;
+    std::vector<uint64_t> access;
+    std::vector<uint8_t> attempts, dropped;
+    std::vector<int8_t> source;
+    std::vector<uint32_t> to_read;  // samples read from disk, a peer or storage
+  };
+  struct Rank {
+    uint32_t node = 0;
+    std::vector<Slot> slots;
+    std::vector<int> free_slots;
+    std::vector<int> slot_of_batch;
+    std::vector<uint8_t> ready;
+    uint64_t next_fetch = 0;
+    bool fetcher_busy = false;
+    std::deque<int> fetched;  // slots waiting for the workers, in batch order
+    uint32_t idle_workers = 0;
+    uint64_t next_copy = 0;
+    bool copy_busy = false;
+    double copy_started = 0;
+    double receiver_free = 0;  // when its receiving thread is done with what it has
+  };
+  struct Node {
+    uint32_t free_cores = 0;
+    std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
+    int disk_model = -1, nic_model = -1;
+    uint32_t next_rank = 0;  // round-robin start when a core frees
+  };
+
+  void Push(double t, Kind kind, uint32_t a, uint64_t b);
+  static uint64_t Token(uint32_t rank, int slot, uint32_t i);
+
+  void Setup();
+
+  const std::vector<uint64_t>& Order(uint64_t epoch);
+
+  void Arm(int m);
+
+  void Dispatch(const Event& e);
+
+  // The fetcher of rank r starts every batch it may (one at a time: the lookups take time).
+  void TryFetch(uint32_t r, double t);
+
+  void StartBatch(uint32_t r, uint64_t b, int sl, double t);
+
+  // The fetcher's lookups are done: its reads go out; it may start the next batch.
+  void SubmitReads(uint32_t r, int sl, double t);
+
+  void OnRead(int tier, const StorageModel::Completion& c);
+
+  void Received(uint32_t r, int sl, double t);
+
+  // Offers a sample to the node's tiers [0, upto), keeping the distributed index.
+  // Returns the bytes admitted into RAM tiers.
+  uint64_t AdmitLocal(uint32_t r, uint64_t id, uint64_t access, size_t upto);
+
+  void FetchDone(uint32_t r, int sl, double t);
+
+  // CPU seconds of preprocessing sample i of a slot; `slowdown` is the calibrated work's
+  // speed with the node's cores as busy as they are now.
+  double SampleCost(const Slot& slot, uint32_t i, double slowdown) const;
+
+  // Idle workers take chunks of fetched batches while the node has a free core; ranks of the
+  // node take turns.
+  void DispatchWorkers(uint32_t k, double t);
+
+  void OnChunkDone(uint32_t r, int sl, double t);
+
+  void MarkReady(uint32_t r, int sl, double t);
+
+  // The copy stage: in batch order, at most one batch ahead of the device.
+  void TryCopy(uint32_t r, double t);
+
+  void OnCopyDone(uint32_t r, uint64_t b, double t);
+
+  void TryStep(double t);
+
+  void OnStepEnd(uint64_t b, double t);
+
+  QueueDepths SampleQueues(uint32_t r, uint64_t step) const;
+
+  std::vector<uint64_t> Evictions() const;
+
+  void Finish(SimulationResult& out);
+
+  const HostModel& host_;
+  DiskPolicies& disks_;
+  const Scenario& s_;
+
+  // Constant after Setup().
+  uint64_t n_ = 0, per_rank_ = 0, batches_per_epoch_ = 0, total_ = 0;
+  std::vector<uint64_t> sizes_;
+  uint64_t max_bytes_ = 0;
+  bool can_verify_ = true;
+  bool memory_storage_ = false, distributed_ = false;
+  RunPlan plan_;
+  uint32_t cores_ = 1;  // per node
+  double copy_rate_ = 1;
+  std::string device_name_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<EpochOrderOracle> oracle_;
+
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  uint64_t seq_ = 0, events_ = 0;
+  std::vector<Model> models_;        // 0: the storage
+  std::vector<TierRole> tier_kind_;  // per cache.tiers entry
+  std::vector<Node> nodes_;
+  std::vector<Rank> ranks_;
+  std::vector<uint16_t> holders_;  // distributed: how many node tiers hold each id
+  std::map<uint64_t, std::vector<uint64_t>> orders_;
+  std::vector<BatchRecord> records_;
+  std::vector<uint32_t> copied_count_;
+  std::vector<std::vector<uint64_t>> epoch_snapshots_;
+  std::vector<uint8_t> snapshot_taken_;
+  std::vector<StorageModel::Completion> done_;
+  std::vector<uint64_t> evicted_;
+  std::vector<uint64_t> skipped_;
+  uint64_t device_batch_ = 0, steps_done_ = 0;
+  bool step_running_ = false;
+  double end_ = 0, worker_busy_ = 0, copy_seconds_ = 0;
+  uint64_t read_errors_ = 0, distributed_hits_ = 0, distributed_misses_ = 0;
+  bool failed_ = false;
+  std::string error_;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_SIM_RANK_LOOP_H_

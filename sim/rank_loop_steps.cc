@@ -1,0 +1,222 @@
+// RankLoop, the compute side: the node's workers, the copy, the synchronous step, and the
+// run's record at the end.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/rank_loop.h"
+
+namespace stallscope {
+
+double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) const {
+  if (slot.dropped[i]) return 0;
+  const double bytes = static_cast<double>(sizes_[slot.ids[i]]);
+  double c = s_.loader.preprocess.cost * slowdown;
+  if (plan_.verify) c += bytes / host_.verify_bytes_per_second;
+  if (plan_.normalize) c += bytes / host_.normalize_bytes_per_second;
+  return c;
+}
+
+void RankLoop::DispatchWorkers(uint32_t k, double t) {
+  Node& node = nodes_[k];
+  const uint32_t G = s_.cluster.gpus_per_node;
+  uint32_t tried = 0;
+  while (node.free_cores > 0 && tried < G) {
+    const uint32_t r = k * G + node.next_rank;
+    node.next_rank = (node.next_rank + 1) % G;
+    Rank& rk = ranks_[r];
+    if (rk.idle_workers == 0 || rk.fetched.empty()) {
+      ++tried;
+      continue;
+    }
+    tried = 0;
+    const int sl = rk.fetched.front();
+    Slot& slot = rk.slots[sl];
+    const uint32_t chunk = slot.next_chunk++;
+    if (slot.next_chunk == plan_.chunks_per_batch) rk.fetched.pop_front();
+    const uint32_t per = (slot.count + plan_.chunks_per_batch - 1) / plan_.chunks_per_batch;
+    const uint32_t begin = std::min(slot.count, chunk * per);
+    const uint32_t end = std::min(slot.count, begin + per);
+    // Between the one-core and all-cores speeds, by how many cores are busy with this one.
+    const HostModel& h = host_;
+    const double busy = static_cast<double>(cores_ - node.free_cores + 1);
+    const double share = cores_ > 1 ? std::min(1.0, (busy - 1) / (cores_ - 1)) : 0.0;
+    const double slowdown =
+        h.burn_seconds_per_second +
+        share * (h.burn_all_cores_seconds_per_second - h.burn_seconds_per_second);
+    double cost = 0;
+    for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i, slowdown);
+    worker_busy_ += cost;
+    rk.idle_workers--;
+    node.free_cores--;
+    Push(t + cost, kChunkDone, r, static_cast<uint64_t>(sl));
+  }
+}
+
+void RankLoop::OnChunkDone(uint32_t r, int sl, double t) {
+  Rank& rk = ranks_[r];
+  Slot& slot = rk.slots[sl];
+  rk.idle_workers++;
+  nodes_[rk.node].free_cores++;
+  if (++slot.chunks_done == plan_.chunks_per_batch) {
+    slot.preprocess_done = t;
+    MarkReady(r, sl, t);
+  }
+  DispatchWorkers(rk.node, t);
+}
+
+void RankLoop::MarkReady(uint32_t r, int sl, double t) {
+  Rank& rk = ranks_[r];
+  rk.ready[rk.slots[sl].batch] = 1;
+  TryCopy(r, t);
+}
+
+void RankLoop::TryCopy(uint32_t r, double t) {
+  Rank& rk = ranks_[r];
+  const uint64_t b = rk.next_copy;
+  if (rk.copy_busy || b >= total_ || !rk.ready[b] || b > device_batch_ + 1) return;
+  rk.copy_busy = true;
+  rk.copy_started = t;
+  const Slot& slot = rk.slots[rk.slot_of_batch[b]];
+  const double bytes = static_cast<double>(slot.count - slot.skipped) * plan_.staged_stride;
+  const double seconds = bytes / copy_rate_;
+  copy_seconds_ += seconds;
+  Push(t + seconds, kCopyDone, r, b);
+}
+
+void RankLoop::OnCopyDone(uint32_t r, uint64_t b, double t) {
+  Rank& rk = ranks_[r];
+  const int sl = rk.slot_of_batch[b];
+  Slot& slot = rk.slots[sl];
+  BatchRecord& rec = records_[b];
+  rec.skipped += slot.skipped;
+  if (copied_count_[b] == 0 || slot.fetch_start < rec.fetch_start)
+    rec.fetch_start = slot.fetch_start;
+  if (copied_count_[b] == 0 || t >= rec.copy_done) {
+    // The rank the cluster waits for (so far): its milestones explain the stall.
+    rec.fetch_done = slot.fetch_done;
+    rec.preprocess_done = slot.preprocess_done;
+    rec.copy_start = rk.copy_started;
+    rec.copy_done = t;
+  }
+  copied_count_[b]++;
+  rk.copy_busy = false;
+  rk.next_copy++;
+  rk.free_slots.push_back(sl);
+  TryFetch(r, t);
+  TryCopy(r, t);
+  TryStep(t);
+}
+
+void RankLoop::TryStep(double t) {
+  const uint64_t b = device_batch_;
+  if (step_running_ || b >= total_ || copied_count_[b] < ranks_.size()) return;
+  BatchRecord& rec = records_[b];
+  rec.step_start = t;
+  rec.step_end = t + s_.gpu.step_time;
+  rec.step_busy = s_.gpu.step_time;
+  step_running_ = true;
+  Push(rec.step_end, kStepEnd, 0, b);
+}
+
+void RankLoop::OnStepEnd(uint64_t b, double t) {
+  step_running_ = false;
+  records_[b].queues = SampleQueues(0, b);
+  device_batch_ = b + 1;
+  steps_done_ = b + 1;
+  end_ = t;
+  for (uint32_t r = 0; r < ranks_.size(); ++r) {
+    TryFetch(r, t);
+    TryCopy(r, t);
+  }
+  TryStep(t);
+}
+
+QueueDepths RankLoop::SampleQueues(uint32_t r, uint64_t step) const {
+  const Rank& rk = ranks_[r];
+  QueueDepths q;
+  q.preprocessing = static_cast<uint32_t>(rk.fetched.size());
+  for (uint64_t k = step + 1; k < total_ && rk.slot_of_batch[k] >= 0; ++k) {
+    q.ready += rk.ready[k] && k >= rk.next_copy;
+  }
+  const uint32_t in_use = static_cast<uint32_t>(rk.slots.size() - rk.free_slots.size());
+  q.fetching = in_use > q.preprocessing + q.ready ? in_use - q.preprocessing - q.ready : 0;
+  return q;
+}
+
+std::vector<uint64_t> RankLoop::Evictions() const {
+  std::vector<uint64_t> e(s_.cache_tiers.size(), 0);
+  for (const Node& node : nodes_) {
+    for (size_t k = 0; k < node.tiers.size(); ++k) e[k] += node.tiers[k].evictions();
+  }
+  return e;
+}
+
+void RankLoop::Finish(SimulationResult& out) {
+  RunRecord& rec = out.record;
+  rec.device = device_name_;
+  rec.batches_per_epoch = batches_per_epoch_;
+  rec.start = 0;
+  rec.end = end_;
+  rec.failed = failed_;
+  rec.error = error_;
+  records_.resize(std::min<uint64_t>(steps_done_, records_.size()));
+  const double R = static_cast<double>(ranks_.size());
+  for (BatchRecord& b : records_) b.copy_seconds = 0;
+  // The copy's capacity is per rank; spread the copy time so samples / copy seconds is the
+  // cluster's rate (each rank copies its own batches in parallel).
+  if (!records_.empty()) records_.back().copy_seconds = copy_seconds_ / R;
+  rec.batches = std::move(records_);
+  rec.worker_busy_seconds = worker_busy_;
+  rec.preprocess_stage = plan_.preprocess_stage;
+  uint64_t delivered = 0;
+  for (const BatchRecord& b : rec.batches) delivered += b.samples - b.skipped;
+  rec.samples_verified = plan_.verify ? delivered : 0;
+  rec.read_errors = read_errors_;
+  rec.skipped_samples = skipped_;
+  std::sort(rec.skipped_samples.begin(), rec.skipped_samples.end());
+  rec.batch_size = s_.loader.batch_size;
+  rec.warmup_steps = s_.run.warmup_steps;
+  // Per-tier statistics, summed over nodes.
+  const size_t local = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
+  for (size_t k = 0; k < local; ++k) {
+    TierStats sum;
+    for (const Node& node : nodes_) {
+      const TierStats t = node.tiers[k].Stats();
+      sum.name = t.name;
+      sum.policy = t.policy;
+      sum.hits += t.hits;
+      sum.misses += t.misses;
+      sum.evictions += t.evictions;
+      sum.bytes_held += t.bytes_held;
+      sum.capacity += t.capacity;
+    }
+    rec.cache.push_back(sum);
+  }
+  if (distributed_) {
+    TierStats d;
+    d.name = "distributed";
+    d.policy = "peers";
+    d.hits = distributed_hits_;
+    d.misses = distributed_misses_;
+    for (const TierStats& t : rec.cache) d.capacity += t.capacity;
+    rec.cache.push_back(d);
+  }
+  for (size_t e = 0; e < epoch_snapshots_.size(); ++e) {
+    if (snapshot_taken_[e]) rec.tier_evictions.push_back(epoch_snapshots_[e]);
+  }
+  rec.tier_evictions.push_back(Evictions());
+  for (auto& e : rec.tier_evictions) e.resize(rec.cache.size(), 0);
+
+  AnalysisInputs& in = out.inputs;
+  in.warmup_steps = s_.run.warmup_steps;
+  in.batch_size = static_cast<uint32_t>(s_.loader.batch_size * ranks_.size());
+  in.workers = static_cast<uint32_t>(std::max<uint32_t>(s_.loader.workers, 1) * ranks_.size());
+  in.prefetch = s_.loader.prefetch;
+  in.nominal_step_seconds = s_.gpu.step_time;
+  in.have_cache = !s_.cache_tiers.empty();
+  out.stats.simulated_seconds = end_;
+}
+
+}  // namespace stallscope
