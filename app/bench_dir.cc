@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "base/align.h"
+#include "base/units.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
-#include "base/units.h"
 #include "storage/directory_storage.h"
-#include "base/align.h"
 
 namespace stallscope {
 namespace {

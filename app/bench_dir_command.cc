@@ -60,8 +60,8 @@ Scenario TrainingScenario(const BenchDirCommandOptions& o, uint32_t batch, doubl
   s.loader.workers = o.workers;
   s.loader.io = o.storage.io;
   if (o.preprocess == "auto") {
-    s.loader.preprocess.kind = DirectoryHoldsJpegs(s.dataset.path) ? PreprocessKind::kJpegDecode
-                                                                   : PreprocessKind::kNone;
+    s.loader.preprocess.kind =
+        DirectoryHoldsJpegs(s.dataset.path) ? PreprocessKind::kJpegDecode : PreprocessKind::kNone;
   } else if (auto kind = ValueOf(kPreprocessKindNames, o.preprocess)) {
     s.loader.preprocess.kind = *kind;
   } else {
@@ -87,8 +87,7 @@ nlohmann::json TrainingLoop(const BenchDirCommandOptions& o, uint32_t batch, dou
   double shared = v.capacity_fetch.value_or(1e300);
   if (v.capacity_preprocess) shared = std::min(shared, *v.capacity_preprocess);
   const double demand = batch / step;
-  const uint64_t max_accelerators =
-      v.au < 0.9 ? 0 : static_cast<uint64_t>(shared / (0.9 * demand));
+  const uint64_t max_accelerators = v.au < 0.9 ? 0 : static_cast<uint64_t>(shared / (0.9 * demand));
   const char* preprocess = NameOf(s.loader.preprocess.kind);
   nlohmann::json training = VariantToJson(v);
   training["max_accelerators_at_au_0_9"] = max_accelerators;

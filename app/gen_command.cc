@@ -37,8 +37,8 @@ int GenCommand(const GenCommandOptions& options) {
     if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &extra) != 2 || w < 8 || h < 8 || w > 8192 ||
         h > 8192) {
       throw BadInput("--size " + text +
-                       ": with --format jpeg, expected the image size WxH in pixels (8 to "
-                       "8192), e.g. 256x256");
+                     ": with --format jpeg, expected the image size WxH in pixels (8 to "
+                     "8192), e.g. 256x256");
     }
     o.width = w;
     o.height = h;
@@ -53,7 +53,7 @@ int GenCommand(const GenCommandOptions& options) {
     const auto stdev = ParseSize(stdev_text);
     if (!mean || *mean < 1 || !stdev || *stdev < 0) {
       throw BadInput("--size " + text +
-                       ": expected SIZE or SIZE:STDEV, e.g. 112KiB or 112KiB:20KiB");
+                     ": expected SIZE or SIZE:STDEV, e.g. 112KiB or 112KiB:20KiB");
     }
     o.size_mean = static_cast<uint64_t>(*mean);
     o.size_stdev = static_cast<uint64_t>(*stdev);

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "gpu/emulated_device.h"
 #include "app/runner.h"
+#include "gpu/emulated_device.h"
 #ifdef STALLSCOPE_HAVE_CUDA
 #include "gpu/cuda_device.h"
 #include "gpu/cuda_util.h"
@@ -20,8 +20,8 @@ bool CudaGpuPresent() {
 }
 
 std::unique_ptr<Device> MakeDevice(const Scenario& s) {
-  const bool cuda = s.gpu.device == DeviceKind::kCuda ||
-                    (s.gpu.device == DeviceKind::kAuto && CudaGpuPresent());
+  const bool cuda =
+      s.gpu.device == DeviceKind::kCuda || (s.gpu.device == DeviceKind::kAuto && CudaGpuPresent());
   if (!cuda) return std::make_unique<EmulatedDevice>(s.gpu.step_time);
 #ifdef STALLSCOPE_HAVE_CUDA
   return std::make_unique<gpu::CudaDevice>(gpu::CudaDeviceOptions{

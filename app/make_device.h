@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "pipeline/device.h"
 #include "config/scenario.h"
+#include "pipeline/device.h"
 
 namespace stallscope {
 

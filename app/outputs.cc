@@ -57,8 +57,8 @@ Outputs::Outputs(const OutputOptions& o) : options_(o) {
   }
   if (!o.metrics_listen.empty()) {
     try {
-      server_ = std::make_unique<MetricsServer>(o.metrics_listen,
-                                                [this] { return hub_.Serialize(); });
+      server_ =
+          std::make_unique<MetricsServer>(o.metrics_listen, [this] { return hub_.Serialize(); });
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }

@@ -19,12 +19,12 @@ void ProgressLine::Start(const std::string& variant, const Pipeline& pipeline, u
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double span = live.last_step_end - live.first_step_start;
       const double idle = span > 0 ? std::max(0.0, 1 - live.busy_seconds / span) : 0;
-      std::fprintf(
-          stderr, "\r\033[K[%s] epoch %u/%u  step %llu/%llu  %.0f samples/s  idle %.1f%%",
-          variant.c_str(), live.epoch.load() + 1, epochs,
-          static_cast<unsigned long long>(live.steps.load()),
-          static_cast<unsigned long long>(pipeline.total_steps()),
-          elapsed > 0 ? static_cast<double>(live.samples.load()) / elapsed : 0.0, idle * 100);
+      std::fprintf(stderr, "\r\033[K[%s] epoch %u/%u  step %llu/%llu  %.0f samples/s  idle %.1f%%",
+                   variant.c_str(), live.epoch.load() + 1, epochs,
+                   static_cast<unsigned long long>(live.steps.load()),
+                   static_cast<unsigned long long>(pipeline.total_steps()),
+                   elapsed > 0 ? static_cast<double>(live.samples.load()) / elapsed : 0.0,
+                   idle * 100);
       std::fflush(stderr);
     }
     std::fprintf(stderr, "\r\033[K");

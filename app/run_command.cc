@@ -16,8 +16,8 @@ namespace stallscope {
 namespace {
 
 // The start-up banner: what runs, and the memory it holds.
-void PrintBanner(const Scenario& s, const Storage& storage, const Cache& cache,
-                 const Pipeline& p, const Device& device) {
+void PrintBanner(const Scenario& s, const Storage& storage, const Cache& cache, const Pipeline& p,
+                 const Device& device) {
   uint64_t cache_bytes = 0;
   for (const TierOptions& t : s.cache_tiers) {
     if (t.kind == TierKind::kMemory) cache_bytes += t.capacity;

@@ -12,13 +12,13 @@
 #include <memory>
 #include <stdexcept>
 
+#include "base/errors.h"
+#include "config/scenario.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
 #include "pipeline/pipeline.h"
-#include "config/scenario.h"
-#include "storage/storage.h"
 #include "storage/directory_storage.h"
-#include "base/errors.h"
+#include "storage/storage.h"
 
 namespace stallscope {
 

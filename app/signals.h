@@ -22,7 +22,7 @@ int StopSignal();
 
 class StopOnSignal {
  public:
-  StopOnSignal();  // installs the handlers and starts the watcher
+  StopOnSignal();   // installs the handlers and starts the watcher
   ~StopOnSignal();  // restores the handlers (unless a signal came)
 
   // The pipeline a signal stops (nullptr between variants). REQUIRES: the pipeline outlives

@@ -51,7 +51,7 @@ void PrintHostModel(const HostModel& h) {
 
 // `simulate --max-accelerators`: per variant, the largest cluster that keeps AU >= target.
 int SearchMaxAccelerators(const std::vector<Scenario>& scenarios, double target,
-                           const std::string& json_path, bool quiet) {
+                          const std::string& json_path, bool quiet) {
   if (!(target > 0 && target <= 1)) {
     throw BadInput(fmt::format("--au {}: expected a fraction in (0, 1], e.g. 0.9", target));
   }
@@ -179,7 +179,8 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o)
 }  // namespace
 
 int SimulateCommand(const SimulateCommandOptions& o) {
-  const std::vector<Scenario> scenarios = ResolveVariants(o.run.scenario, o.run.variants, o.run.sets);
+  const std::vector<Scenario> scenarios =
+      ResolveVariants(o.run.scenario, o.run.variants, o.run.sets);
   for (const Scenario& s : scenarios) CheckSimulatable(s);
   if (o.against_run) return AgainstRun(scenarios, o.run.out.json, o.run.out.quiet);
   if (o.max_accelerators) {

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "cache/policy.h"
-#include "storage/storage.h"
 #include "base/errors.h"
 #include "base/names.h"
+#include "cache/policy.h"
+#include "storage/storage.h"
 
 namespace stallscope {
 
@@ -45,8 +45,8 @@ inline const char* NameOf(TierKind k) { return NameOf(kTierKindNames, k); }
 // One entry of cache.tiers (scenarios/README.md).
 struct TierOptions {
   TierKind kind = TierKind::kMemory;
-  std::string path;             // disk only: a directory on a local disk
-  uint64_t capacity = 0;        // bytes; a hard bound
+  std::string path;       // disk only: a directory on a local disk
+  uint64_t capacity = 0;  // bytes; a hard bound
   std::string policy = "fill-once";
   bool clear = false;  // disk only: start empty, removing what earlier runs left
   // The simulator's model of a disk tier's reads (`bandwidth`, `latency`: p50, p99 = 4 × p50);

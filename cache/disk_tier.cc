@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
 #include "base/align.h"
 #include "storage/uring_ring.h"
 
@@ -25,7 +26,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kManifest = "stallscope-cache.json";
-
 
 void FormatPath(char* out, const std::string& dir, const char* fmt_name, uint64_t a, uint64_t b,
                 uint64_t c) {
@@ -192,7 +192,8 @@ bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::
   unlink(probe.c_str());
   uint64_t held = 0;
   for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.path().filename().string().rfind("e-", 0) == 0) held += RoundUp(e.file_size(ec), kBlockBytes);
+    if (e.path().filename().string().rfind("e-", 0) == 0)
+      held += RoundUp(e.file_size(ec), kBlockBytes);
   }
   struct statvfs vfs;
   if (statvfs(path.c_str(), &vfs) == 0) {
@@ -208,7 +209,8 @@ bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::
 
 DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
   policy_ = EvictionPolicy::Make(o.tier.policy, o.tier.capacity, o.num_ids, o.oracle);
-  if (!policy_) throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.tier.policy));
+  if (!policy_)
+    throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.tier.policy));
   if (o.tier.clear) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(o.tier.path, ec)) {

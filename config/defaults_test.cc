@@ -40,8 +40,8 @@ std::vector<std::string> Cells(const std::string& row) {
 }
 
 bool HasSection(const std::string& key) {
-  for (const char* s : {"dataset.", "storage.", "cache.", "loader.", "gpu.", "run.", "cluster.",
-                        "cost."}) {
+  for (const char* s :
+       {"dataset.", "storage.", "cache.", "loader.", "gpu.", "run.", "cluster.", "cost."}) {
     if (key.rfind(s, 0) == 0) return true;
   }
   return false;

@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "base/seed.h"
 #include "cache/cache.h"
 #include "gpu/device_options.h"
 #include "pipeline/options.h"
 #include "storage/storage_options.h"
-#include "base/errors.h"
 
 namespace stallscope {
 

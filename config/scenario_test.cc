@@ -20,6 +20,14 @@ std::string ErrorOf(const std::string& text, const std::string& variant = "base"
   }
 }
 
+// Expects the scenario (with `sets` on `variant`) to be refused with a message containing
+// `needle`.
+void ExpectError(const std::string& text, const std::string& needle,
+                 const std::string& variant = "base", const std::vector<std::string>& sets = {}) {
+  const std::string e = ErrorOf(text, variant, sets);
+  EXPECT_NE(e.find(needle), std::string::npos) << e;
+}
+
 TEST(Scenario, DefaultsAndUnitsAreRead) {
   const Scenario s = ScenarioFile::Parse(R"(
 name: t
@@ -67,58 +75,40 @@ variants:
 }
 
 TEST(Scenario, UnknownKeyNamesFileLineColumnAndPath) {
-  const std::string e = ErrorOf("storage:\n  kind: simulated\n  bandwith: 400MB/s\n");
-  EXPECT_NE(e.find("s.yaml:3:3: storage.bandwith: unknown key (did you mean 'bandwidth'?)"),
-            std::string::npos)
-      << e;
+  ExpectError("storage:\n  kind: simulated\n  bandwith: 400MB/s\n",
+              "s.yaml:3:3: storage.bandwith: unknown key (did you mean 'bandwidth'?)");
 }
 
 TEST(Scenario, WrongTypeIsNamed) {
-  const std::string e = ErrorOf("loader:\n  workers: many\n");
-  EXPECT_NE(e.find("s.yaml:2:12: loader.workers: expected a whole number, got 'many'"),
-            std::string::npos)
-      << e;
-  const std::string e2 = ErrorOf("loader: [1, 2]\n");
-  EXPECT_NE(e2.find("s.yaml:1:9: loader: expected a mapping"), std::string::npos) << e2;
-  const std::string e3 = ErrorOf("run: {verify: perhaps}\n");
-  EXPECT_NE(e3.find("run.verify: expected true or false"), std::string::npos) << e3;
+  ExpectError("loader:\n  workers: many\n",
+              "s.yaml:2:12: loader.workers: expected a whole number, got 'many'");
+  ExpectError("loader: [1, 2]\n", "s.yaml:1:9: loader: expected a mapping");
+  ExpectError("run: {verify: perhaps}\n", "run.verify: expected true or false");
 }
 
 TEST(Scenario, NegativeAndZeroSizesAreRefused) {
-  const std::string e = ErrorOf("dataset:\n  sample_size: -4KiB\n");
-  EXPECT_NE(e.find("s.yaml:2:16: dataset.sample_size: a size cannot be negative"),
-            std::string::npos)
-      << e;
-  const std::string e2 = ErrorOf("cache: {tiers: [{kind: memory, capacity: 0}]}\n");
-  EXPECT_NE(e2.find("cache.tiers.0.capacity: must be a positive size"), std::string::npos) << e2;
-  const std::string e3 = ErrorOf("loader: {batch_size: 0}\n");
-  EXPECT_NE(e3.find("loader.batch_size: must be at least 1, got 0"), std::string::npos) << e3;
-  const std::string e4 = ErrorOf("loader: {workers: -2}\n");
-  EXPECT_NE(e4.find("loader.workers: must be at least 1, got -2"), std::string::npos) << e4;
+  ExpectError("dataset:\n  sample_size: -4KiB\n",
+              "s.yaml:2:16: dataset.sample_size: a size cannot be negative");
+  ExpectError("cache: {tiers: [{kind: memory, capacity: 0}]}\n",
+              "cache.tiers.0.capacity: must be a positive size");
+  ExpectError("loader: {batch_size: 0}\n", "loader.batch_size: must be at least 1, got 0");
+  ExpectError("loader: {workers: -2}\n", "loader.workers: must be at least 1, got -2");
 }
 
 TEST(Scenario, BadUnitIsNamed) {
-  const std::string e = ErrorOf("storage:\n  bandwidth: 400MB\n");
-  EXPECT_NE(e.find("s.yaml:2:14: storage.bandwidth: expected a rate such as 400MB/s"),
-            std::string::npos)
-      << e;
-  const std::string e2 = ErrorOf("gpu: {step_time: 50}\n");
-  EXPECT_NE(e2.find("gpu.step_time: expected a duration"), std::string::npos) << e2;
-  const std::string e3 = ErrorOf("dataset: {sample_size: 4KB8}\n");
-  EXPECT_NE(e3.find("dataset.sample_size: expected a size"), std::string::npos) << e3;
+  ExpectError("storage:\n  bandwidth: 400MB\n",
+              "s.yaml:2:14: storage.bandwidth: expected a rate such as 400MB/s");
+  ExpectError("gpu: {step_time: 50}\n", "gpu.step_time: expected a duration");
+  ExpectError("dataset: {sample_size: 4KB8}\n", "dataset.sample_size: expected a size");
 }
 
 TEST(Scenario, ErrorsInVariantsAndSetPointAtTheirOrigin) {
-  const std::string e = ErrorOf("variants:\n  fast:\n    loader.prefetch: lots\n", "fast");
-  EXPECT_NE(e.find("s.yaml:3:22: loader.prefetch: expected a whole number"), std::string::npos)
-      << e;
-  const std::string e2 = ErrorOf("variants:\n  fast:\n    loader.prefech: 2\n", "fast");
-  EXPECT_NE(e2.find("s.yaml:3:5 (variant fast): loader.prefech: unknown key"), std::string::npos)
-      << e2;
-  const std::string e3 = ErrorOf("{}", "base", {"storage.bandwidth=fast"});
-  EXPECT_NE(e3.find("--set 'storage.bandwidth=fast': storage.bandwidth: expected a rate"),
-            std::string::npos)
-      << e3;
+  ExpectError("variants:\n  fast:\n    loader.prefetch: lots\n",
+              "s.yaml:3:22: loader.prefetch: expected a whole number", "fast");
+  ExpectError("variants:\n  fast:\n    loader.prefech: 2\n",
+              "s.yaml:3:5 (variant fast): loader.prefech: unknown key", "fast");
+  ExpectError("{}", "--set 'storage.bandwidth=fast': storage.bandwidth: expected a rate", "base",
+              {"storage.bandwidth=fast"});
   EXPECT_THROW(ParseSetArgument("novalue"), ScenarioError);
 }
 
@@ -129,13 +119,12 @@ TEST(Scenario, YamlSyntaxErrorNamesLine) {
 }
 
 TEST(Scenario, DirectoryStorageNeedsAPath) {
-  const std::string e = ErrorOf("storage: {kind: directory}\n");
-  EXPECT_NE(e.find("dataset.path"), std::string::npos) << e;
+  ExpectError("storage: {kind: directory}\n", "dataset.path");
 }
 
 TEST(Scenario, LatencyQuantilesMustBeOrdered) {
-  const std::string e = ErrorOf("storage: {latency: {p50: 10ms, p99: 5ms}}\n");
-  EXPECT_NE(e.find("storage.latency.p99: must not be below latency.p50"), std::string::npos) << e;
+  ExpectError("storage: {latency: {p50: 10ms, p99: 5ms}}\n",
+              "storage.latency.p99: must not be below latency.p50");
 }
 
 }  // namespace

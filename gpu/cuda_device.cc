@@ -9,10 +9,10 @@
 #include <map>
 #include <mutex>
 
+#include "base/units.h"
 #include "gpu/cuda_util.h"
 #include "gpu/cupti_busy.h"
 #include "gpu/mlp_model.h"
-#include "base/units.h"
 
 namespace stallscope::gpu {
 namespace {
@@ -64,8 +64,11 @@ struct CudaDevice::Impl {
     s.hidden = hidden;
     size_t free = 0, total = 0;
     STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
-    if (static_cast<double>(MlpModel::DeviceBytes(s, (options.device.gemm == GemmKind::kOwn))) > 0.85 * free) return -1;
-    auto m = std::make_unique<MlpModel>(s, (options.device.gemm == GemmKind::kOwn), cublas, compute_stream, options.seed);
+    if (static_cast<double>(MlpModel::DeviceBytes(s, (options.device.gemm == GemmKind::kOwn))) >
+        0.85 * free)
+      return -1;
+    auto m = std::make_unique<MlpModel>(s, (options.device.gemm == GemmKind::kOwn), cublas,
+                                        compute_stream, options.seed);
     for (int i = 0; i < 2; ++i) m->EnqueueSyntheticStep(i);
     STALLSCOPE_CUDA(cudaStreamSynchronize(compute_stream));
     std::vector<double> times;
@@ -89,8 +92,9 @@ struct CudaDevice::Impl {
 
   void Calibrate() {
     const double target = options.device.step_time;
-    const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers,
-                                        shape.classes, target, (options.device.gemm == GemmKind::kOwn));
+    const std::string key =
+        fmt::format("{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers, shape.classes,
+                    target, (options.device.gemm == GemmKind::kOwn));
     {
       std::lock_guard lock(calibration_mu);
       if (auto it = calibrations.find(key); it != calibrations.end()) {
@@ -178,7 +182,8 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
   d.step_end = std::make_unique<Event>();
   d.shape =
       MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.device.model.input),
-               static_cast<int>(o.device.model.hidden), static_cast<int>(o.device.model.layers), static_cast<int>(o.device.model.classes)};
+               static_cast<int>(o.device.model.hidden), static_cast<int>(o.device.model.layers),
+               static_cast<int>(o.device.model.classes)};
   if (o.device.model.hidden == 0) {
     d.Calibrate();
   } else {
@@ -189,8 +194,8 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
       throw CudaSetupError(fmt::format(
           "{}: the model (input {}, hidden {}, {} layers, {} classes, batch {}) needs {} of "
           "device memory; {} has {} free of {}",
-          d.Where(), o.device.model.input, o.device.model.hidden, o.device.model.layers, o.device.model.classes, o.batch_size, Gib(need), d.prop.name,
-          Gib(free), Gib(total)));
+          d.Where(), o.device.model.input, o.device.model.hidden, o.device.model.layers,
+          o.device.model.classes, o.batch_size, Gib(need), d.prop.name, Gib(free), Gib(total)));
     }
     d.step_seconds = d.MeasureStep(static_cast<int>(o.device.model.hidden), &d.model);
   }

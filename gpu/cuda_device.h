@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "gpu/device_options.h"
 #include "pipeline/device.h"
-#include "base/errors.h"
 
 namespace stallscope::gpu {
 

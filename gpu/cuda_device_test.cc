@@ -7,13 +7,13 @@
 #include <cmath>
 #include <random>
 
+#include "app/make_device.h"
+#include "app/runner.h"
+#include "config/scenario.h"
 #include "gpu/cuda_util.h"
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
-#include "app/make_device.h"
 #include "gpu/mlp_model.h"
-#include "app/runner.h"
-#include "config/scenario.h"
 
 namespace stallscope::gpu {
 namespace {

@@ -13,14 +13,15 @@ namespace stallscope {
 
 // auto: the GPU where this build has CUDA and one is visible, else emulated.
 enum class DeviceKind { kAuto, kCuda, kEmulated };
-constexpr NameTable<DeviceKind, 3> kDeviceKindNames = {
-    {{DeviceKind::kAuto, "auto"}, {DeviceKind::kCuda, "cuda"}, {DeviceKind::kEmulated, "emulated"}}};
+constexpr NameTable<DeviceKind, 3> kDeviceKindNames = {{{DeviceKind::kAuto, "auto"},
+                                                        {DeviceKind::kCuda, "cuda"},
+                                                        {DeviceKind::kEmulated, "emulated"}}};
 inline const char* NameOf(DeviceKind k) { return NameOf(kDeviceKindNames, k); }
 
 // cublas: cuBLAS SGEMM; own: the kernel ladder's best fp32 kernel (gpu/kernels/gemm.h).
 enum class GemmKind { kCublas, kOwn };
-constexpr NameTable<GemmKind, 2> kGemmKindNames = {{{GemmKind::kCublas, "cublas"},
-                                                    {GemmKind::kOwn, "own"}}};
+constexpr NameTable<GemmKind, 2> kGemmKindNames = {
+    {{GemmKind::kCublas, "cublas"}, {GemmKind::kOwn, "own"}}};
 inline const char* NameOf(GemmKind k) { return NameOf(kGemmKindNames, k); }
 
 enum class ModelKind { kMlp };

@@ -146,25 +146,13 @@ StageSeconds SplitStall(double a, const BatchRecord& r) {
   return s;
 }
 
-VariantResult Analyze(const std::string& name, const RunRecord& run, const AnalysisInputs& in) {
+namespace {
+
+// Busy, idle, AU, the stall split and the step waits over the measured window (steps w..n-1),
+// and what the device measured of itself.
+void AnalyzeWindow(VariantResult& v, const RunRecord& run, size_t w) {
   const auto& b = run.batches;
   const size_t n = b.size();
-  const size_t w = in.warmup_steps;
-  if (n <= w) {
-    throw std::invalid_argument(fmt::format(
-        "the run has {} step(s) but run.warmup_steps is {}: nothing left to measure; lower "
-        "run.warmup_steps or raise run.epochs / dataset.samples",
-        n, w));
-  }
-  VariantResult v;
-  v.name = name;
-  v.device = run.device;
-  v.steps = n;
-  const double window_start = b[w].step_start;
-  const double window_end = b[n - 1].step_end;
-  v.window_seconds = window_end - window_start;
-  v.wall_seconds = run.end - run.start;
-
   std::vector<double> waits;
   uint64_t window_samples = 0;
   for (size_t k = w; k < n; ++k) {
@@ -198,8 +186,11 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   }
   v.step_wait_p50 = Quantile(waits, 0.50);
   v.step_wait_p99 = Quantile(waits, 0.99);
+}
 
-  // Totals over the whole run.
+// Totals over the whole run: samples, bytes, errors, cache tiers, and each stage's capacity.
+void AnalyzeTotals(VariantResult& v, const RunRecord& run, const AnalysisInputs& in) {
+  const auto& b = run.batches;
   uint64_t samples = 0, hits = 0, lookups = 0;
   std::vector<uint64_t> tier_bytes(run.cache.size(), 0);
   std::vector<std::pair<double, double>> fetch_intervals;
@@ -246,7 +237,12 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   }
   if (copy_seconds > 0) v.capacity_transfer = samples / copy_seconds;
   v.capacity_gpu = in.nominal_step_seconds > 0 ? in.batch_size / in.nominal_step_seconds : 0;
+}
 
+// Per epoch: idle, throughput, cache hit ratios and evictions.
+void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
+  const auto& b = run.batches;
+  const size_t n = b.size();
   // Per epoch: each step's span runs from the end of the previous step (or the window start).
   uint32_t epochs = b.back().epoch + 1;
   v.epochs.resize(epochs);
@@ -284,7 +280,13 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
       if (e + 1 < ev.size() && t < ev[e].size()) te.evictions = ev[e + 1][t] - ev[e][t];
     }
   }
-  // Timeline: busy time and queue samples per slice of the window.
+}
+
+// The timeline: busy time and queue samples per slice of the window.
+void AnalyzeTimeline(VariantResult& v, const RunRecord& run, size_t w) {
+  const auto& b = run.batches;
+  const size_t n = b.size();
+  const double window_start = b[w].step_start;
   if (v.window_seconds > 0) {
     // About four steps per slice, so the curve shows the trend rather than each step.
     const int slices = std::clamp(static_cast<int>((n - w) / 4), 10, kTimelinePoints);
@@ -316,6 +318,30 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
       v.timeline.push_back(p);
     }
   }
+}
+
+}  // namespace
+
+VariantResult Analyze(const std::string& name, const RunRecord& run, const AnalysisInputs& in) {
+  const auto& b = run.batches;
+  const size_t n = b.size();
+  const size_t w = in.warmup_steps;
+  if (n <= w) {
+    throw std::invalid_argument(fmt::format(
+        "the run has {} step(s) but run.warmup_steps is {}: nothing left to measure; lower "
+        "run.warmup_steps or raise run.epochs / dataset.samples",
+        n, w));
+  }
+  VariantResult v;
+  v.name = name;
+  v.device = run.device;
+  v.steps = n;
+  v.window_seconds = b[n - 1].step_end - b[w].step_start;
+  v.wall_seconds = run.end - run.start;
+  AnalyzeWindow(v, run, w);
+  AnalyzeTotals(v, run, in);
+  AnalyzeEpochs(v, run, w);
+  AnalyzeTimeline(v, run, w);
   Verdict(v, in);
   return v;
 }

@@ -8,72 +8,13 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "pipeline/nvtx.h"
-#include "pipeline/preprocess.h"
 #include "base/align.h"
+#include "pipeline/nvtx.h"
+#include "pipeline/pipeline_internal.h"
+#include "pipeline/preprocess.h"
 
 namespace stallscope {
-namespace {
-
-
-// A read's tag: slot << 32 | index in the batch, and for a cache tier's read, tier + 1 in
-// bits 56..59 (0 = a storage read).
-constexpr int kTierShift = 56;
-uint64_t Tag(int slot, uint32_t i, int tier) {
-  return (static_cast<uint64_t>(tier + 1) << kTierShift) | (static_cast<uint64_t>(slot) << 32) | i;
-}
-int TierOf(uint64_t tag) { return static_cast<int>((tag >> kTierShift) & 0xf) - 1; }
-int SlotOf(uint64_t tag) { return static_cast<int>((tag >> 32) & 0xffffff); }
-
-// A small id per thread that completes reads, for the trace's per-thread tracks.
-int ThreadIndex() {
-  static std::atomic<int> next{0};
-  thread_local const int index = next.fetch_add(1);
-  return index;
-}
-
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-
-// Page-aligned (O_DIRECT needs 4096), pre-faulted so no page fault lands on the hot path.
-std::unique_ptr<std::byte[], FreeDeleter> AllocateStaging(uint64_t bytes) {
-  bytes = RoundUp(std::max<uint64_t>(bytes, 1), kBlockBytes);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, bytes));
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
-  return std::unique_ptr<std::byte[], FreeDeleter>(p);
-}
-
-}  // namespace
-
-// One batch's staging memory and in-flight state. The arrays are sized at construction.
-struct Pipeline::Slot {
-  int index = 0;
-  uint64_t batch = 0;
-  uint32_t count = 0;        // samples in this batch
-  uint64_t fetch_range = 0;  // NVTX range from the first read to the last
-  uint32_t delivered = 0;    // rows handed to the device: count less the skipped
-  std::unique_ptr<std::byte[], FreeDeleter> raw;
-  std::unique_ptr<std::byte[], FreeDeleter> staged;  // null when rows are the raw bytes
-  std::vector<uint64_t> ids;
-  std::vector<uint64_t> bytes;
-  std::vector<uint32_t> labels;
-  std::vector<uint8_t> attempts;
-  std::vector<uint8_t> skipped;
-  std::vector<uint64_t> access;       // each sample's position in the run's access sequence
-  std::vector<ReadSpan> spans;        // with trace: each sample's read
-  std::vector<ReadRequest> requests;  // this batch's storage reads
-  std::vector<ReadRequest> tier_requests[kMaxCacheTiers];  // reads of asynchronous tiers
-  std::atomic<uint32_t> reads_pending{0};
-  std::atomic<uint64_t> storage_bytes{0};
-  std::atomic<uint32_t> async_hits[kMaxCacheTiers] = {};
-  std::atomic<uint64_t> async_bytes[kMaxCacheTiers] = {};
-  uint32_t next_chunk = 0;  // guarded by mu_
-  std::atomic<uint32_t> chunks_done{0};
-
-  std::byte* raw_at(uint32_t i, uint64_t stride) const { return raw.get() + i * stride; }
-};
+using namespace pipeline_internal;
 
 Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cache, Device& device)
     : options_(options),
@@ -128,7 +69,8 @@ std::byte* Pipeline::CopySource(const Slot& slot) const {
 
 uint64_t Pipeline::staging_bytes() const {
   const uint64_t per_slot =
-      plan_.raw_stride * options_.loader.batch_size + (plan_.normalize ? plan_.staged_stride * options_.loader.batch_size : 0);
+      plan_.raw_stride * options_.loader.batch_size +
+      (plan_.normalize ? plan_.staged_stride * options_.loader.batch_size : 0);
   return per_slot * slots_.size();
 }
 
@@ -162,21 +104,7 @@ void Pipeline::StopAll() {
 }
 
 RunRecord Pipeline::Run() {
-  records_.assign(plan_.total_batches, BatchRecord{});
-  slot_of_batch_.assign(plan_.total_batches, -1);
-  ready_.assign(plan_.total_batches, 0);
-  copied_.assign(plan_.total_batches, 0);
-  free_slots_.clear();
-  for (int s = static_cast<int>(slots_.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
-  worker_busy_.assign(std::max<uint32_t>(options_.loader.workers, 1), 0.0);
-  if (options_.trace) {
-    read_spans_.assign(plan_.total_batches * options_.loader.batch_size, ReadSpan{});
-    chunk_spans_.assign(worker_busy_.size(), {});
-    for (auto& c : chunk_spans_)
-      c.reserve(plan_.total_batches * plan_.chunks_per_batch / worker_busy_.size() + 16);
-  }
-  if (options_.loader.preprocess.cost > 0) CpuBurner::Get();  // calibrate before the clock starts
-
+  ResetForRun();
   RunRecord rec;
   rec.device = device_.name();
   rec.batches_per_epoch = plan_.batches_per_epoch;
@@ -192,8 +120,54 @@ RunRecord Pipeline::Run() {
   }
   std::thread copier([this] { CopyLoop(); });
   std::thread retrier([this] { RetryLoop(); });
+  DeviceLoop();
+  {
+    std::lock_guard lock(mu_);
+    device_batch_ = plan_.total_batches;
+    stop_ = true;
+  }
+  fetch_cv_.notify_all();
+  worker_cv_.notify_all();
+  copy_cv_.notify_all();
+  fetcher.join();
+  for (auto& w : workers) w.join();
+  copier.join();
+  // Reads still in flight after a failure write into our slots: wait for them (retries
+  // waiting out their backoff are sent at once now).
+  stopping_ = true;
+  retry_cv_.notify_all();
+  while (reads_outstanding_.load() > 0) std::this_thread::yield();
+  {
+    std::lock_guard lock(retry_mu_);
+    retry_stop_ = true;
+  }
+  retry_cv_.notify_all();
+  retrier.join();
 
-  // The device thread: this one.
+  FinishRecord(rec);
+  return rec;
+}
+
+// Every per-run array sized for the plan, every slot free.
+void Pipeline::ResetForRun() {
+  records_.assign(plan_.total_batches, BatchRecord{});
+  slot_of_batch_.assign(plan_.total_batches, -1);
+  ready_.assign(plan_.total_batches, 0);
+  copied_.assign(plan_.total_batches, 0);
+  free_slots_.clear();
+  for (int s = static_cast<int>(slots_.size()) - 1; s >= 0; --s) free_slots_.push_back(s);
+  worker_busy_.assign(std::max<uint32_t>(options_.loader.workers, 1), 0.0);
+  if (options_.trace) {
+    read_spans_.assign(plan_.total_batches * options_.loader.batch_size, ReadSpan{});
+    chunk_spans_.assign(worker_busy_.size(), {});
+    for (auto& c : chunk_spans_)
+      c.reserve(plan_.total_batches * plan_.chunks_per_batch / worker_busy_.size() + 16);
+  }
+  if (options_.loader.preprocess.cost > 0) CpuBurner::Get();  // calibrate before the clock starts
+}
+
+// The device thread (the caller of Run): each batch, once on the device, is stepped.
+void Pipeline::DeviceLoop() {
   double previous_end = 0;
   try {
     for (uint64_t b = 0; b < plan_.total_batches; ++b) {
@@ -236,29 +210,10 @@ RunRecord Pipeline::Run() {
   } catch (const std::exception& e) {
     Fail(std::string("device: ") + e.what());
   }
-  {
-    std::lock_guard lock(mu_);
-    device_batch_ = plan_.total_batches;
-    stop_ = true;
-  }
-  fetch_cv_.notify_all();
-  worker_cv_.notify_all();
-  copy_cv_.notify_all();
-  fetcher.join();
-  for (auto& w : workers) w.join();
-  copier.join();
-  // Reads still in flight after a failure write into our slots: wait for them (retries
-  // waiting out their backoff are sent at once now).
-  stopping_ = true;
-  retry_cv_.notify_all();
-  while (reads_outstanding_.load() > 0) std::this_thread::yield();
-  {
-    std::lock_guard lock(retry_mu_);
-    retry_stop_ = true;
-  }
-  retry_cv_.notify_all();
-  retrier.join();
+}
 
+// The run's record from what every stage wrote, once every thread has stopped.
+void Pipeline::FinishRecord(RunRecord& rec) {
   if (interrupted_ && !failed_) {
     // Keep the steps that completed; the rest never ran.
     rec.partial = true;
@@ -296,7 +251,6 @@ RunRecord Pipeline::Run() {
   rec.cache = cache_.Stats();
   rec.failed = failed_;
   rec.error = error_;
-  return rec;
 }
 
 QueueDepths Pipeline::SampleQueues(uint64_t step) {
@@ -312,188 +266,6 @@ QueueDepths Pipeline::SampleQueues(uint64_t step) {
   return q;
 }
 
-void Pipeline::FetcherLoop() {
-  std::vector<uint64_t> order;
-  uint64_t order_epoch = ~0ULL;
-  for (uint64_t b = 0; b < plan_.total_batches; ++b) {
-    const uint64_t epoch = b / plan_.batches_per_epoch;
-    int slot_index;
-    {
-      std::unique_lock lock(mu_);
-      fetch_cv_.wait(lock, [&] {
-        return stop_ ||
-               (b <= device_batch_ + options_.loader.prefetch && !free_slots_.empty() &&
-                (epoch == order_epoch || !storage_.needs_epoch_barrier() || fetches_done_ == b));
-      });
-      if (stop_) return;
-      slot_index = free_slots_.back();
-      free_slots_.pop_back();
-      slot_of_batch_[b] = slot_index;
-    }
-    if (epoch != order_epoch) {
-      SnapshotEvictions();
-      storage_.BeginEpoch(static_cast<int>(epoch));
-      sampler_.Order(epoch, order);
-      order_epoch = epoch;
-    }
-    StartBatch(b, *slots_[slot_index], order);
-  }
-}
-
-void Pipeline::SnapshotEvictions() {
-  std::vector<uint64_t> e;
-  for (const TierStats& t : cache_.Stats()) e.push_back(t.evictions);
-  tier_evictions_.push_back(std::move(e));
-}
-
-void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& order) {
-  const uint64_t epoch = b / plan_.batches_per_epoch;
-  const uint64_t first = (b % plan_.batches_per_epoch) * options_.loader.batch_size;
-  const uint32_t count =
-      static_cast<uint32_t>(std::min<uint64_t>(options_.loader.batch_size, order.size() - first));
-  BatchRecord& r = records_[b];
-  r.epoch = static_cast<uint32_t>(epoch);
-  r.samples = count;
-  r.fetch_start = MonotonicSeconds();
-
-  slot.batch = b;
-  slot.fetch_range = nvtx::StartRange("stallscope: fetch");
-  slot.count = count;
-  slot.next_chunk = 0;
-  slot.chunks_done = 0;
-  slot.storage_bytes = 0;
-  slot.requests.clear();
-  const size_t tiers = cache_.num_tiers();
-  for (size_t t = 0; t < tiers; ++t) {
-    slot.tier_requests[t].clear();
-    slot.async_hits[t] = 0;
-    slot.async_bytes[t] = 0;
-  }
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint64_t id = order[first + i];
-    slot.ids[i] = id;
-    slot.bytes[i] = storage_.SampleBytes(id);
-    slot.labels[i] = storage_.Label(id);
-    slot.attempts[i] = 0;
-    slot.skipped[i] = 0;
-    slot.access[i] = epoch * order.size() + first + i;
-    std::byte* dst = slot.raw_at(i, plan_.raw_stride);
-    const double lookup_start = options_.trace ? MonotonicSeconds() : 0;
-    const Cache::Found found = cache_.Lookup(id, dst, slot.access[i]);
-    if (options_.trace) {
-      slot.spans[i] = {lookup_start, 0, id, found.tier, ThreadIndex()};
-      if (found.tier >= 0 && !found.async) slot.spans[i].end = MonotonicSeconds();
-    }
-    const size_t reached = found.tier >= 0 ? found.tier + 1 : tiers;
-    for (size_t t = 0; t < reached; ++t) r.cache_lookups[t]++;
-    if (found.tier < 0) {
-      slot.requests.push_back({id, dst, Tag(slot.index, i, -1)});
-    } else if (found.async) {
-      slot.tier_requests[found.tier].push_back({id, dst, Tag(slot.index, i, found.tier)});
-    } else {
-      r.cache_hits[found.tier]++;
-      r.cache_bytes[found.tier] += slot.bytes[i];
-    }
-  }
-  size_t reads = slot.requests.size();
-  for (size_t t = 0; t < tiers; ++t) reads += slot.tier_requests[t].size();
-  r.storage_reads = static_cast<uint32_t>(slot.requests.size());
-  if (reads == 0) {
-    FetchDone(slot);
-    return;
-  }
-  slot.reads_pending = static_cast<uint32_t>(reads);
-  reads_outstanding_.fetch_add(reads);
-  for (size_t t = 0; t < tiers; ++t) {
-    if (!slot.tier_requests[t].empty()) {
-      cache_.ReadAsync(static_cast<int>(t), slot.tier_requests[t], this);
-    }
-  }
-  if (!slot.requests.empty()) storage_.Submit(slot.requests, this);
-}
-
-void Pipeline::OnReadComplete(const ReadRequest& request, int64_t result) {
-  Slot& slot = *slots_[SlotOf(request.tag)];
-  const uint32_t i = static_cast<uint32_t>(request.tag & 0xffffffffu);
-  const int tier = TierOf(request.tag);
-  const uint64_t bytes = slot.bytes[i];
-  const bool ok = result >= 0 && static_cast<uint64_t>(result) == bytes;
-  if (options_.trace && ok) {
-    slot.spans[i].end = MonotonicSeconds();
-    slot.spans[i].tier = tier;
-    slot.spans[i].thread = ThreadIndex();
-  }
-  if (tier >= 0) {
-    if (ok) {
-      slot.async_hits[tier].fetch_add(1, std::memory_order_relaxed);
-      slot.async_bytes[tier].fetch_add(bytes, std::memory_order_relaxed);
-      cache_.Admit(request.sample, {request.dst, bytes}, slot.access[i], tier);  // promote
-    } else {
-      // A bad or vanished cache entry: the tier dropped it; read the sample from storage.
-      ReadRequest again = request;
-      again.tag = Tag(slot.index, i, -1);
-      if (options_.trace) slot.spans[i] = {MonotonicSeconds(), 0, request.sample, -1, 0};
-      records_[slot.batch].storage_reads++;
-      storage_.Submit({&again, 1}, this);
-      return;
-    }
-  } else if (ok) {
-    cache_.Admit(request.sample, {request.dst, bytes}, slot.access[i], cache_.num_tiers());
-    slot.storage_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  } else if (result == -ECANCELED && interrupted_.load(std::memory_order_relaxed)) {
-    // Cancelled by RequestStop(): its batch will not be stepped; neither retried nor counted.
-  } else {
-    read_errors_.fetch_add(1, std::memory_order_relaxed);
-    const std::string why = result == -ETIMEDOUT ? std::string("timed out")
-                            : result < 0         ? std::strerror(static_cast<int>(-result))
-                                                 : fmt::format("{} of {} bytes", result, bytes);
-    if (options_.loader.on_error != OnError::kFail && slot.attempts[i] < plan_.retries &&
-        !failed_.load(std::memory_order_relaxed)) {
-      slot.attempts[i]++;
-      ScheduleRetry(request, slot.attempts[i]);  // still outstanding until it completes
-      return;
-    }
-    if (options_.loader.on_error == OnError::kSkip) {
-      slot.skipped[i] = 1;
-      std::lock_guard lock(mu_);
-      skipped_.push_back(request.sample);
-    } else {
-      Fail(fmt::format("reading {} failed after {} attempt(s): {}",
-                       storage_.SampleName(request.sample), slot.attempts[i] + 1, why));
-    }
-  }
-  if (slot.reads_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) FetchDone(slot);
-  reads_outstanding_.fetch_sub(1, std::memory_order_release);
-}
-
-void Pipeline::FetchDone(Slot& slot) {
-  nvtx::EndRange(slot.fetch_range);
-  BatchRecord& r = records_[slot.batch];
-  r.fetch_done = MonotonicSeconds();
-  r.storage_bytes = slot.storage_bytes.load(std::memory_order_relaxed);
-  for (size_t t = 0; t < cache_.num_tiers(); ++t) {
-    r.cache_hits[t] += slot.async_hits[t].load(std::memory_order_relaxed);
-    r.cache_bytes[t] += slot.async_bytes[t].load(std::memory_order_relaxed);
-  }
-  for (uint32_t i = 0; i < slot.count; ++i) r.skipped += slot.skipped[i];
-  if (options_.trace) {
-    std::copy(slot.spans.begin(), slot.spans.begin() + slot.count,
-              read_spans_.begin() + slot.batch * options_.loader.batch_size);
-  }
-  if (!plan_.preprocess_stage) {
-    r.preprocess_done = r.fetch_done;
-    MarkReady(slot);
-    return;
-  }
-  {
-    std::lock_guard lock(mu_);
-    fetches_done_++;
-    fetched_.push_back(slot.index);
-  }
-  fetch_cv_.notify_all();
-  worker_cv_.notify_one();
-}
-
 void Pipeline::MarkReady(Slot& slot) {
   // Skipped samples leave holes: close them, so the device gets each delivered sample once
   // and never the stale bytes of an earlier batch (the batch shrinks by the skipped count).
@@ -504,7 +276,8 @@ void Pipeline::MarkReady(Slot& slot) {
     for (uint32_t i = 0; i < slot.count; ++i) {
       if (slot.skipped[i]) continue;
       if (i != j) {
-        std::memmove(rows + j * plan_.staged_stride, rows + i * plan_.staged_stride, plan_.staged_stride);
+        std::memmove(rows + j * plan_.staged_stride, rows + i * plan_.staged_stride,
+                     plan_.staged_stride);
         slot.labels[j] = slot.labels[i];
       }
       ++j;
@@ -557,12 +330,14 @@ void Pipeline::WorkerLoop(int worker) {
           ++bad;
         }
       }
-      float* staged =
-          plan_.normalize ? reinterpret_cast<float*>(slot->staged.get() + i * plan_.staged_stride) : nullptr;
+      float* staged = plan_.normalize
+                          ? reinterpret_cast<float*>(slot->staged.get() + i * plan_.staged_stride)
+                          : nullptr;
       if (plan_.jpeg) {
         std::string why;
         if (!DecodeJpegSample(*jpeg, image, raw, slot->bytes[i],
-                              static_cast<int>(options_.loader.preprocess.image_size), staged, &why)) {
+                              static_cast<int>(options_.loader.preprocess.image_size), staged,
+                              &why)) {
           ++bad;  // undecodable content: counted with the integrity errors
         }
       } else if (plan_.normalize) {
@@ -582,41 +357,6 @@ void Pipeline::WorkerLoop(int worker) {
   }
   worker_busy_[worker] = busy;
   if (sink == 0x5eed) std::fprintf(stderr, " ");  // practically never; defeats dead-code removal
-}
-
-void Pipeline::ScheduleRetry(const ReadRequest& request, uint32_t attempt) {
-  // Exponential backoff: retry_backoff, twice that, … at most 1 s.
-  const double delay =
-      std::min(1.0, options_.loader.retry_backoff * std::ldexp(1.0, static_cast<int>(attempt) - 1));
-  {
-    std::lock_guard lock(retry_mu_);
-    retries_.push_back({MonotonicSeconds() + delay, request});
-    std::push_heap(retries_.begin(), retries_.end(), RetryLater{});
-  }
-  retry_cv_.notify_all();
-}
-
-void Pipeline::RetryLoop() {
-  std::unique_lock lock(retry_mu_);
-  while (true) {
-    if (retries_.empty()) {
-      if (retry_stop_) return;
-      retry_cv_.wait(lock);
-      continue;
-    }
-    const double now = MonotonicSeconds();
-    const bool hurry = stopping_.load(std::memory_order_relaxed);  // stopping: no waiting
-    if (retries_.front().due > now && !hurry) {
-      retry_cv_.wait_for(lock, std::chrono::duration<double>(retries_.front().due - now));
-      continue;
-    }
-    std::pop_heap(retries_.begin(), retries_.end(), RetryLater{});
-    const ReadRequest request = retries_.back().request;
-    retries_.pop_back();
-    lock.unlock();
-    storage_.Submit({&request, 1}, this);
-    lock.lock();
-  }
 }
 
 DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {

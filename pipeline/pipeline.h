@@ -152,6 +152,9 @@ class Pipeline final : private ReadCallback {
  private:
   struct Slot;
 
+  void ResetForRun();
+  void DeviceLoop();
+  void FinishRecord(RunRecord& rec);
   void FetcherLoop();
   void WorkerLoop(int worker);
   void CopyLoop();

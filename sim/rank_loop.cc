@@ -118,13 +118,14 @@ void RankLoop::Setup() {
   // Storage: one model shared by every rank.
   memory_storage_ = s_.storage.kind == StorageKind::kMemory;
   models_.push_back(
-      {std::make_unique<StorageModel>(s_.storage.model, s_.seed, max_bytes_, 0.0), kNever,
-       -1});
+      {std::make_unique<StorageModel>(s_.storage.model, s_.seed, max_bytes_, 0.0), kNever, -1});
 
   // Nodes: local tiers, disk and network models, cores.
   distributed_ = s_.has_distributed_tier();
   for (const TierOptions& o : s_.cache_tiers) {
-    tier_kind_.push_back(o.kind == TierKind::kMemory ? kRamTier : o.kind == TierKind::kDisk ? kDiskTier : kPeers);
+    tier_kind_.push_back(o.kind == TierKind::kMemory ? kRamTier
+                         : o.kind == TierKind::kDisk ? kDiskTier
+                                                     : kPeers);
   }
   const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
   const uint32_t cores = c.cpus_per_node > 0 ? c.cpus_per_node : host_.cores;
@@ -329,8 +330,7 @@ void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
     if (found < 0 && memory_storage_) {
       // MemoryStorage copies inside Submit, on the fetcher's thread.
       copy_seconds += sizes_[id] / host_.memcpy_bytes_per_second;
-      copy_seconds +=
-          AdmitLocal(r, id, slot.access[i], local) / host_.fresh_write_bytes_per_second;
+      copy_seconds += AdmitLocal(r, id, slot.access[i], local) / host_.fresh_write_bytes_per_second;
       part.storage_bytes += sizes_[id];
       part.storage_reads++;
       continue;
@@ -407,10 +407,10 @@ void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
       skipped_.push_back(id);
     } else {
       failed_ = true;
-      error_ = fmt::format("reading sample {} failed after {} attempt(s): {}", id,
-                           slot.attempts[i] + 1,
-                           c.result < 0 ? std::strerror(static_cast<int>(-c.result))
-                                        : fmt::format("{} of {} bytes", c.result, bytes));
+      error_ =
+          fmt::format("reading sample {} failed after {} attempt(s): {}", id, slot.attempts[i] + 1,
+                      c.result < 0 ? std::strerror(static_cast<int>(-c.result))
+                                   : fmt::format("{} of {} bytes", c.result, bytes));
       return;
     }
   }

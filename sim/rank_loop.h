@@ -74,7 +74,7 @@ class RankLoop {
   struct Model {
     std::unique_ptr<StorageModel> model;
     double armed_at = kNever;  // the time of the kModel event in the queue, or kNever
-    int tier = -1;           // the cache tier it serves (-1: storage)
+    int tier = -1;             // the cache tier it serves (-1: storage)
   };
   struct Slot {
     uint64_t batch = 0;

@@ -42,11 +42,11 @@
 #include <vector>
 
 #include "cache/policy.h"
-#include "sim/host_model.h"
+#include "config/scenario.h"
 #include "pipeline/analysis.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/run_plan.h"
-#include "config/scenario.h"
+#include "sim/host_model.h"
 
 namespace stallscope {
 

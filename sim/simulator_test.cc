@@ -1,12 +1,12 @@
 // Simulator tests that need no real run: closed forms (storage-bound clusters, fill-once hit
 // ratios), the distributed tier, stragglers, determinism and bad input. The validation against
 // real runs is tests/simulator_validation_test.cc.
-#include "sim/max_accelerators.h"
 #include "sim/simulator.h"
 
 #include <gtest/gtest.h>
 
 #include "app/runner.h"
+#include "sim/max_accelerators.h"
 
 namespace stallscope {
 namespace {
@@ -75,7 +75,8 @@ TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
   s.dataset.samples = 1600;
   s.dataset.sample_size = 64 * 1024;
   s.storage.model.bandwidth_bytes_per_second = 500e6;
-  s.cache_tiers = {TierOptions{.kind = TierKind::kMemory, .capacity = 25ULL << 20, .policy = "fill-once"}};
+  s.cache_tiers = {
+      TierOptions{.kind = TierKind::kMemory, .capacity = 25ULL << 20, .policy = "fill-once"}};
   s.loader.batch_size = 50;
   s.gpu.step_time = 0.010;
   s.run.epochs = 4;

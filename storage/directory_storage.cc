@@ -13,16 +13,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "storage/content.h"
 #include "base/align.h"
+#include "storage/content.h"
 
 namespace stallscope {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -40,7 +38,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
   }
   ListFiles(root);
   if (files_.empty()) {
-    throw StorageError(fmt::format("{}: no regular files to read (empty dataset)", options.dataset.path));
+    throw StorageError(
+        fmt::format("{}: no regular files to read (empty dataset)", options.dataset.path));
   }
   std::sort(files_.begin(), files_.end(),
             [](const File& a, const File& b) { return a.relative < b.relative; });
@@ -97,8 +96,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 
   reader_ = std::make_unique<UringFileReader>(
       static_cast<const FileReadSource&>(*this),
-      UringFileReader::Options{options.io.io_threads, options.io.io_depth, direct_, options.use_io_uring,
-                               options.io.read_timeout});
+      UringFileReader::Options{options.io.io_threads, options.io.io_depth, direct_,
+                               options.use_io_uring, options.io.read_timeout});
   uring_ok_ = reader_->uses_io_uring();
   if (!uring_ok_ && options.use_io_uring && !options.quiet) {
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",
@@ -114,7 +113,8 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
 void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
   std::error_code ec;
   const fs::path real_root = fs::canonical(root, ec);
-  if (ec) throw StorageError(fmt::format("{}: cannot resolve: {}", options_.dataset.path, ec.message()));
+  if (ec)
+    throw StorageError(fmt::format("{}: cannot resolve: {}", options_.dataset.path, ec.message()));
   const std::string root_prefix = real_root.string() + "/";
   uint64_t outside = 0, duplicates = 0;
   std::vector<fs::path> stack = {root};
@@ -175,8 +175,8 @@ void DirectoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallbac
 }
 
 std::string DirectoryStorage::Fingerprint() const {
-  return fmt::format("directory v1 {} files={} bytes={} seed={}", options_.dataset.path, files_.size(),
-                     total_bytes_, seed_ ? std::to_string(*seed_) : "none");
+  return fmt::format("directory v1 {} files={} bytes={} seed={}", options_.dataset.path,
+                     files_.size(), total_bytes_, seed_ ? std::to_string(*seed_) : "none");
 }
 
 std::string DirectoryStorage::Describe() const {

@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+
 #include "base/errors.h"
 
 namespace stallscope {

@@ -65,9 +65,9 @@ struct StorageOptions {
 
 // How a directory is read (the loader's I/O keys).
 struct IoOptions {
-  uint32_t io_depth = 64;     // reads in flight over all I/O threads (and a disk tier's)
-  uint32_t io_threads = 1;    // I/O threads, one io_uring each
-  double read_timeout = 60;   // seconds: the deadline of one file's open and read; 0 = none
+  uint32_t io_depth = 64;    // reads in flight over all I/O threads (and a disk tier's)
+  uint32_t io_threads = 1;   // I/O threads, one io_uring each
+  double read_timeout = 60;  // seconds: the deadline of one file's open and read; 0 = none
 
   bool operator==(const IoOptions&) const = default;
 };

@@ -323,7 +323,8 @@ TEST_F(DirectoryStorageTest, ReadPastItsDeadlineIsCancelledWithEtimedout) {
   GenerateDataset({.dir = dir_.string(), .samples = 4, .size_mean = 4096, .classes = 1});
   const std::string fifo = (dir_ / "class_000/sample_0000002.bin").string();
   for (const bool writer : {false, true}) {
-    DirectoryStorage s({.dataset = {.path = dir_.string()}, .io = {.read_timeout = 0.3}, .quiet = true});
+    DirectoryStorage s(
+        {.dataset = {.path = dir_.string()}, .io = {.read_timeout = 0.3}, .quiet = true});
     ASSERT_TRUE(s.uses_io_uring());
     std::filesystem::remove(fifo);
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);

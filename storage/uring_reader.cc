@@ -13,6 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+
 #include "base/align.h"
 #include "storage/uring_ring.h"
 
@@ -28,7 +29,6 @@ int64_t NowNs() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 

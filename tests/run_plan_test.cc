@@ -46,11 +46,12 @@ TEST(RunPlan, PipelineAndSimulatorPlanEveryShippedScenarioAlike) {
 TEST(RunPlan, MatchesTheScenarioFilesNumbers) {
   // cold_vs_cached.yaml: 3000 samples of 112 KiB, batch 64, normalize, 2 workers, 3 epochs.
   const Scenario cold =
-      ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/cold_vs_cached.yaml").Resolve("cold");
+      ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/cold_vs_cached.yaml")
+          .Resolve("cold");
   const RunPlan p = Simulator::PlanFor(cold);
   EXPECT_EQ(p.batches_per_epoch, 47u);  // ceil(3000 / 64)
   EXPECT_EQ(p.total_batches, 3u * 47);
-  EXPECT_EQ(p.raw_stride, 112u * 1024);  // already a multiple of 4096
+  EXPECT_EQ(p.raw_stride, 112u * 1024);         // already a multiple of 4096
   EXPECT_EQ(p.staged_stride, 112u * 1024 * 4);  // float rows
   EXPECT_TRUE(p.normalize);
   EXPECT_EQ(p.chunks_per_batch, 4u);  // 2 workers x 2
@@ -59,7 +60,7 @@ TEST(RunPlan, MatchesTheScenarioFilesNumbers) {
   const Scenario cluster =
       ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/cluster_what_if.yaml")
           .Resolve("baseline");
-  EXPECT_EQ(Simulator::PlanFor(cluster).batches_per_epoch, 4u);  // ceil(1281 / 400)
+  EXPECT_EQ(Simulator::PlanFor(cluster).batches_per_epoch, 4u);                 // ceil(1281 / 400)
   EXPECT_EQ(Simulator::PlanFor(OnThisHost(cluster)).batches_per_epoch, 3203u);  // ceil(n / 400)
 }
 

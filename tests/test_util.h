@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <string>
 
-#include "gpu/emulated_device.h"
 #include "app/runner.h"
 #include "config/scenario.h"
+#include "gpu/emulated_device.h"
 #include "tests/timing.h"
 
 namespace stallscope::testing {
