@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/seed.h"
 #include "storage/directory_storage.h"
+#include "storage/generate.h"
 
 namespace stallscope {
 
@@ -61,8 +61,8 @@ struct GenCommandOptions {
   uint64_t samples = 0;
   std::string size;  // raw: SIZE[:STDEV] (default 112KiB); jpeg: WxH (default 256x256)
   std::string format = "raw";
-  uint32_t classes = 10;
-  uint64_t seed = kDefaultSeed;
+  uint32_t classes = GenerateOptions{}.classes;
+  uint64_t seed = GenerateOptions{}.seed;
   bool quiet = false;
 };
 int GenCommand(const GenCommandOptions& options);

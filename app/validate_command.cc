@@ -19,7 +19,7 @@ int ValidateCommand(const std::string& path) {
     std::string cache = s.cache_tiers.empty() ? "no cache" : "";
     for (const TierOptions& t : s.cache_tiers) {
       cache += fmt::format("{}{} {} {}", cache.empty() ? "" : " + ", NameOf(t.kind),
-                           FormatBinaryBytes(static_cast<double>(t.capacity)), t.policy);
+                           FormatBinaryBytes(static_cast<double>(t.capacity)), NameOf(t.policy));
     }
     std::cout << fmt::format(
         "  {}: storage {}{}, {}, batch {}, prefetch {}, {} workers ({}), step {}, {} epoch(s)\n",

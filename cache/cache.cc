@@ -12,11 +12,8 @@ Cache::Cache(const Options& o) {
     const TierOptions& t = o.tiers[i];
     const std::string key = fmt::format("cache.tiers.{}", i);
     if (t.capacity == 0) throw CacheError(key + ".capacity: must be a positive size");
-    if (!EvictionPolicy::Make(t.policy, 1, 1, o.oracle)) {
-      throw CacheError(
-          fmt::format("{}.policy: unknown policy '{}' (known: fill-once, lru, fifo, "
-                      "s3-fifo, belady)",
-                      key, t.policy));
+    if (t.policy == PolicyKind::kBelady && !o.oracle) {
+      throw CacheError(key + ".policy: belady needs the sampler's future order (an oracle)");
     }
     if (t.kind == TierKind::kMemory) {
       tiers_.push_back(std::make_unique<MemoryTier>(t.capacity, t.policy, o.num_samples,

@@ -25,6 +25,7 @@
 #include "base/names.h"
 #include "cache/policy.h"
 #include "storage/storage.h"
+#include "storage/storage_options.h"
 
 namespace stallscope {
 
@@ -47,7 +48,7 @@ struct TierOptions {
   TierKind kind = TierKind::kMemory;
   std::string path;       // disk only: a directory on a local disk
   uint64_t capacity = 0;  // bytes; a hard bound
-  std::string policy = "fill-once";
+  PolicyKind policy = PolicyKind::kFillOnce;
   bool clear = false;  // disk only: start empty, removing what earlier runs left
   // The simulator's model of a disk tier's reads (`bandwidth`, `latency`: p50, p99 = 4 × p50);
   // a local NVMe drive by default. Real runs read the disk.
@@ -104,10 +105,10 @@ class Cache {
     std::vector<TierOptions> tiers;
     uint64_t num_samples = 0;
     uint64_t max_sample_bytes = 0;
-    const AccessOracle* oracle = nullptr;  // required by belady; must outlive the cache
-    std::string dataset_fingerprint;       // disk tiers wipe entries of another dataset
-    uint32_t io_depth = 64;                // disk tier reads in flight
-    bool quiet = false;                    // no notices on stderr
+    const AccessOracle* oracle = nullptr;      // required by belady; must outlive the cache
+    std::string dataset_fingerprint;           // disk tiers wipe entries of another dataset
+    uint32_t io_depth = IoOptions{}.io_depth;  // disk tier reads in flight
+    bool quiet = false;                        // no notices on stderr
   };
   // Throws CacheError naming the key for bad capacities, policies, paths or free space.
   explicit Cache(const Options& options);

@@ -39,7 +39,8 @@ std::vector<std::byte> Bytes(uint64_t id, size_t n) {
 Cache::Options MemoryOnly(uint64_t capacity, const std::string& policy, uint64_t n,
                           uint64_t max_bytes) {
   Cache::Options o;
-  o.tiers = {{.kind = TierKind::kMemory, .capacity = capacity, .policy = policy}};
+  o.tiers = {
+      {.kind = TierKind::kMemory, .capacity = capacity, .policy = *ValueOf(kPolicyNames, policy)}};
   o.num_samples = n;
   o.max_sample_bytes = max_bytes;
   return o;
@@ -76,7 +77,7 @@ TEST(MemoryTier, FillOnceHitRatioIsCapacityOverDatasetAfterFirstEpoch) {
 TEST(MemoryTier, EveryPolicyStaysWithinCapacityAndServesIntactBytes) {
   for (const std::string& policy : {"fill-once", "lru", "fifo", "s3-fifo"}) {
     const uint64_t n = 3000, cap = 512 * 1024;
-    MemoryTier tier(cap, policy, n, 4096, nullptr);
+    MemoryTier tier(cap, *ValueOf(kPolicyNames, policy), n, 4096, nullptr);
     std::mt19937_64 rng(5);
     std::vector<std::byte> dst(4096);
     for (int i = 0; i < 20000; ++i) {
@@ -127,7 +128,8 @@ TEST(Cache, BadTierOptionsAreNamedErrors) {
     }
   };
   expect_error(MemoryOnly(0, "lru", 10, 10), "cache.tiers.0.capacity: must be a positive size");
-  expect_error(MemoryOnly(100, "clock", 10, 10), "cache.tiers.0.policy: unknown policy 'clock'");
+  // (An unknown policy name is the scenario parser's error: the cache gets an enum.)
+  expect_error(MemoryOnly(100, "belady", 10, 10), "cache.tiers.0.policy: belady needs");
   Cache::Options d = MemoryOnly(100, "lru", 10, 10);
   d.tiers.push_back({.kind = TierKind::kDisk, .path = "/proc/version/cache", .capacity = 4096});
   expect_error(d, "cache.tiers.1.path: /proc/version/cache is not a directory");
@@ -221,7 +223,7 @@ TEST_F(DiskTierTest, CapacityBoundsTheBytesOnDisk) {
   const uint64_t n = 300, cap = 1 << 20;
   {
     DiskTierOptions o = Options(n, cap);
-    o.tier.policy = "fifo";
+    o.tier.policy = PolicyKind::kFifo;
     DiskTier tier(o);
     for (uint64_t id = 0; id < n; ++id) {
       tier.Admit(id, Bytes(id, SizeOf(id)), id);

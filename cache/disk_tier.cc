@@ -210,7 +210,7 @@ bool DiskTier::CheckPath(const std::string& path, uint64_t capacity, const std::
 DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
   policy_ = EvictionPolicy::Make(o.tier.policy, o.tier.capacity, o.num_ids, o.oracle);
   if (!policy_)
-    throw CacheError(fmt::format("{}.policy: unknown policy '{}'", o.key, o.tier.policy));
+    throw CacheError(o.key + ".policy: belady needs the sampler's future order (an oracle)");
   if (o.tier.clear) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(o.tier.path, ec)) {
@@ -439,7 +439,7 @@ void DiskTier::Flush() {
 TierStats DiskTier::Stats() const {
   TierStats s;
   s.name = "disk";
-  s.policy = options_.tier.policy;
+  s.policy = NameOf(options_.tier.policy);
   s.capacity = options_.tier.capacity;
   s.hits = hits_.load(std::memory_order_relaxed);
   s.misses = misses_.load(std::memory_order_relaxed);
@@ -454,8 +454,8 @@ TierStats DiskTier::Stats() const {
 
 std::string DiskTier::Describe() const {
   return fmt::format("disk {} {:.1f} MiB {}{} ({} entries at start)", options_.tier.path,
-                     static_cast<double>(options_.tier.capacity) / (1 << 20), options_.tier.policy,
-                     direct_ ? " O_DIRECT" : "", entries_at_start_);
+                     static_cast<double>(options_.tier.capacity) / (1 << 20),
+                     NameOf(options_.tier.policy), direct_ ? " O_DIRECT" : "", entries_at_start_);
 }
 
 }  // namespace stallscope

@@ -47,7 +47,7 @@ struct DiskTierOptions {
   uint64_t max_item_bytes = 0;
   const AccessOracle* oracle = nullptr;
   std::string fingerprint;  // of the dataset; a mismatch wipes the entries
-  uint32_t read_depth = 64;
+  uint32_t read_depth = IoOptions{}.io_depth;
   uint32_t write_buffers = 0;  // writes in flight; 0 = 256 MiB worth, between 2 and 64
   bool quiet = false;
   std::string key = "cache.tiers.0";  // for error messages

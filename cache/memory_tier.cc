@@ -13,9 +13,9 @@ namespace {
 constexpr int kShards = 16;
 }  // namespace
 
-MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t num_ids,
+MemoryTier::MemoryTier(uint64_t capacity, PolicyKind policy, uint64_t num_ids,
                        uint64_t max_item_bytes, const AccessOracle* oracle)
-    : capacity_(capacity), policy_name_(policy), lock_free_hits_(policy == "fill-once") {
+    : capacity_(capacity), policy_(policy), lock_free_hits_(policy == PolicyKind::kFillOnce) {
   block_ = BlockBytes(max_item_bytes);
   const uint64_t blocks = capacity / block_;
   const int shards = ShardCount(policy);
@@ -43,7 +43,7 @@ MemoryTier::MemoryTier(uint64_t capacity, const std::string& policy, uint64_t nu
     const uint64_t lo = blocks * s / shards, hi = blocks * (s + 1) / shards;
     shard->policy =
         EvictionPolicy::Make(policy, (hi - lo) * block_, ShardIds(num_ids, shards), oracle);
-    if (!shard->policy) throw CacheError("unknown cache policy '" + policy + "'");
+    if (!shard->policy) throw CacheError("belady needs the sampler's future order (an oracle)");
     shard->free_blocks.reserve(hi - lo);
     for (uint64_t b = hi; b > lo; --b) shard->free_blocks.push_back(static_cast<uint32_t>(b - 1));
     shard->evicted.reserve(hi - lo + 1);
@@ -56,7 +56,9 @@ uint64_t MemoryTier::BlockBytes(uint64_t max_item_bytes) {
                               65536);
 }
 
-int MemoryTier::ShardCount(const std::string& policy) { return policy == "belady" ? 1 : kShards; }
+int MemoryTier::ShardCount(PolicyKind policy) {
+  return policy == PolicyKind::kBelady ? 1 : kShards;
+}
 
 uint64_t MemoryTier::ShardIds(uint64_t num_ids, int shards) {
   return (num_ids + shards - 1) / shards;
@@ -145,7 +147,7 @@ void MemoryTier::Admit(uint64_t id, std::span<const std::byte> data, uint64_t no
 TierStats MemoryTier::Stats() const {
   TierStats s;
   s.name = "memory";
-  s.policy = policy_name_;
+  s.policy = NameOf(policy_);
   s.capacity = capacity_;
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
@@ -159,7 +161,7 @@ TierStats MemoryTier::Stats() const {
 
 std::string MemoryTier::Describe() const {
   return fmt::format("memory {:.1f} MiB {}", static_cast<double>(capacity_) / (1 << 20),
-                     policy_name_);
+                     NameOf(policy_));
 }
 
 }  // namespace stallscope

@@ -27,8 +27,8 @@ namespace stallscope {
 class MemoryTier final : public CacheTier {
  public:
   // Throws CacheError when the policy is unknown or the arena cannot be reserved.
-  MemoryTier(uint64_t capacity, const std::string& policy, uint64_t num_ids,
-             uint64_t max_item_bytes, const AccessOracle* oracle);
+  MemoryTier(uint64_t capacity, PolicyKind policy, uint64_t num_ids, uint64_t max_item_bytes,
+             const AccessOracle* oracle);
   ~MemoryTier() override;
 
   uint64_t Lookup(uint64_t id, std::byte* dst, uint64_t now) override;
@@ -43,7 +43,7 @@ class MemoryTier final : public CacheTier {
   // Shard s owns ids with id % shards == s and knows id as id / shards; it owns an even split
   // of the whole blocks.
   static uint64_t BlockBytes(uint64_t max_item_bytes);
-  static int ShardCount(const std::string& policy);
+  static int ShardCount(PolicyKind policy);
   static uint64_t ShardIds(uint64_t num_ids, int shards);
 
  private:
@@ -64,7 +64,7 @@ class MemoryTier final : public CacheTier {
 
   // Constant after construction.
   const uint64_t capacity_;
-  const std::string policy_name_;
+  const PolicyKind policy_;
   const bool lock_free_hits_;  // fill-once: entries are never evicted
   uint64_t block_ = 0;
   int shard_shift_ = 0;  // log2 of the shard count: an id's index within its shard

@@ -53,7 +53,7 @@ class FillOnce final : public EvictionPolicy {
         size_(static_cast<uint32_t*>(std::calloc(std::max<uint64_t>(n, 1), 4))) {
     if (!size_) throw std::bad_alloc();
   }
-  const char* name() const override { return "fill-once"; }
+  PolicyKind kind() const override { return PolicyKind::kFillOnce; }
   bool Contains(uint64_t id) const override { return size_[id] != 0; }
   void OnHit(uint64_t, uint64_t) override {}
   bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>&) override {
@@ -79,7 +79,7 @@ class FillOnce final : public EvictionPolicy {
 class Queue final : public EvictionPolicy {
  public:
   Queue(uint64_t cap, uint64_t n, bool lru) : EvictionPolicy(cap), lru_(lru), lists_(n, 1) {}
-  const char* name() const override { return lru_ ? "lru" : "fifo"; }
+  PolicyKind kind() const override { return lru_ ? PolicyKind::kLru : PolicyKind::kFifo; }
   bool Contains(uint64_t id) const override { return lists_.size(id) != 0; }
   void OnHit(uint64_t id, uint64_t) override {
     if (!lru_) return;
@@ -119,7 +119,7 @@ class S3Fifo final : public EvictionPolicy {
 
   S3Fifo(uint64_t cap, uint64_t n)
       : EvictionPolicy(cap), lists_(n, 3), where_(n, kNone), freq_(n, 0), size_(n, 0) {}
-  const char* name() const override { return "s3-fifo"; }
+  PolicyKind kind() const override { return PolicyKind::kS3Fifo; }
   bool Contains(uint64_t id) const override { return where_[id] == kSmall || where_[id] == kMain; }
   void OnHit(uint64_t id, uint64_t) override { freq_[id] = std::min<uint8_t>(freq_[id] + 1, 3); }
   bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>& evicted) override {
@@ -204,7 +204,7 @@ class Belady final : public EvictionPolicy {
  public:
   Belady(uint64_t cap, uint64_t n, const AccessOracle* oracle)
       : EvictionPolicy(cap), oracle_(oracle), next_(n, 0), size_(n, 0) {}
-  const char* name() const override { return "belady"; }
+  PolicyKind kind() const override { return PolicyKind::kBelady; }
   bool Contains(uint64_t id) const override { return size_[id] != 0; }
   void OnHit(uint64_t id, uint64_t now) override {
     next_[id] = oracle_->NextAccess(id, now);
@@ -290,18 +290,21 @@ class Belady final : public EvictionPolicy {
 
 }  // namespace
 
-const std::vector<std::string>& EvictionPolicy::Names() {
-  static const std::vector<std::string> names = {"fill-once", "lru", "fifo", "s3-fifo", "belady"};
-  return names;
-}
-
-std::unique_ptr<EvictionPolicy> EvictionPolicy::Make(const std::string& name, uint64_t capacity,
+std::unique_ptr<EvictionPolicy> EvictionPolicy::Make(PolicyKind kind, uint64_t capacity,
                                                      uint64_t num_ids, const AccessOracle* oracle) {
-  if (name == "fill-once") return std::make_unique<FillOnce>(capacity, num_ids);
-  if (name == "fifo") return std::make_unique<Queue>(capacity, num_ids, false);
-  if (name == "lru") return std::make_unique<Queue>(capacity, num_ids, true);
-  if (name == "s3-fifo") return std::make_unique<S3Fifo>(capacity, num_ids);
-  if (name == "belady" && oracle) return std::make_unique<Belady>(capacity, num_ids, oracle);
+  switch (kind) {
+    case PolicyKind::kFillOnce:
+      return std::make_unique<FillOnce>(capacity, num_ids);
+    case PolicyKind::kFifo:
+      return std::make_unique<Queue>(capacity, num_ids, false);
+    case PolicyKind::kLru:
+      return std::make_unique<Queue>(capacity, num_ids, true);
+    case PolicyKind::kS3Fifo:
+      return std::make_unique<S3Fifo>(capacity, num_ids);
+    case PolicyKind::kBelady:
+      if (oracle) return std::make_unique<Belady>(capacity, num_ids, oracle);
+      break;
+  }
   return nullptr;
 }
 

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "base/names.h"
+
 namespace stallscope {
 
 // When each id is read next. `now` is the position in the run's access sequence (epoch *
@@ -37,17 +39,25 @@ class AccessOracle {
   virtual uint64_t NextAccess(uint64_t id, uint64_t now) const = 0;
 };
 
+enum class PolicyKind { kFillOnce, kLru, kFifo, kS3Fifo, kBelady };
+constexpr NameTable<PolicyKind, 5> kPolicyNames = {{{PolicyKind::kFillOnce, "fill-once"},
+                                                    {PolicyKind::kLru, "lru"},
+                                                    {PolicyKind::kFifo, "fifo"},
+                                                    {PolicyKind::kS3Fifo, "s3-fifo"},
+                                                    {PolicyKind::kBelady, "belady"}}};
+inline const char* NameOf(PolicyKind k) { return NameOf(kPolicyNames, k); }
+
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
 
-  // Known policy names: fill-once, fifo, lru, s3-fifo, belady.
-  static const std::vector<std::string>& Names();
-  // Returns nullptr for an unknown name. `oracle` is required by belady and must outlive it.
-  static std::unique_ptr<EvictionPolicy> Make(const std::string& name, uint64_t capacity_bytes,
+  // Returns nullptr for belady without an oracle. `oracle` is required by belady and must
+  // outlive the policy.
+  static std::unique_ptr<EvictionPolicy> Make(PolicyKind kind, uint64_t capacity_bytes,
                                               uint64_t num_ids, const AccessOracle* oracle);
 
-  virtual const char* name() const = 0;
+  virtual PolicyKind kind() const = 0;
+  const char* name() const { return NameOf(kind()); }
   virtual bool Contains(uint64_t id) const = 0;
   // A hit on a resident id.
   virtual void OnHit(uint64_t id, uint64_t now) = 0;

@@ -31,7 +31,8 @@ Replay ReplayPolicy(const std::string& policy, uint64_t n, uint64_t epochs, doub
                     uint64_t size = 1) {
   EpochOrderOracle oracle(n, epochs,
                           [n](uint64_t e, std::vector<uint64_t>& o) { Shuffle(e, o, n); });
-  auto p = EvictionPolicy::Make(policy, static_cast<uint64_t>(fraction * n) * size, n, &oracle);
+  auto p = EvictionPolicy::Make(*ValueOf(kPolicyNames, policy),
+                                static_cast<uint64_t>(fraction * n) * size, n, &oracle);
   EXPECT_NE(p, nullptr) << policy;
   std::vector<uint64_t> order, evicted;
   uint64_t hits = 0, lookups = 0;
@@ -75,7 +76,8 @@ TEST(Policy, LruMatchesTheReferenceSimulationOf100kObjects) {
 TEST(Policy, BeladyIsBestAndEqualsFillOnceUnderShuffledEpochs) {
   for (double f : {0.25, 0.5, 0.75}) {
     std::map<std::string, double> hit;
-    for (const std::string& name : EvictionPolicy::Names()) {
+    for (const auto& [kind, name_chars] : kPolicyNames) {
+      const std::string name = name_chars;
       hit[name] = ReplayPolicy(name, 20000, 4, f).hit_ratio_after_first;
     }
     for (const auto& [name, h] : hit) EXPECT_GE(hit["belady"] + 1e-9, h) << name << " at " << f;
@@ -85,12 +87,13 @@ TEST(Policy, BeladyIsBestAndEqualsFillOnceUnderShuffledEpochs) {
 }
 
 TEST(Policy, CapacityIsNeverExceeded) {
-  for (const std::string& name : EvictionPolicy::Names()) {
+  for (const auto& [kind, name_chars] : kPolicyNames) {
+    const std::string name = name_chars;
     // Variable sizes: ids of 1..8 units.
     const uint64_t n = 5000, epochs = 3, cap = 7000;
     EpochOrderOracle oracle(n, epochs,
                             [n](uint64_t e, std::vector<uint64_t>& o) { Shuffle(e, o, n); });
-    auto p = EvictionPolicy::Make(name, cap, n, &oracle);
+    auto p = EvictionPolicy::Make(kind, cap, n, &oracle);
     std::vector<uint64_t> order, evicted;
     uint64_t resident_bytes = 0;
     std::vector<uint64_t> held(n, 0);
@@ -123,8 +126,8 @@ TEST(Policy, S3FifoKeepsRepeatedIdsOverOneHitWonders) {
   // A hot set of 100 ids (2 requests in 5) in a stream of ids read once (3 in 5), capacity
   // 200: 250 distinct ids between two reads of a hot id, so FIFO never hits, while S3-FIFO's
   // ghost queue recognizes the hot ids and its main queue keeps them.
-  auto s3 = EvictionPolicy::Make("s3-fifo", 200, 100000, nullptr);
-  auto fifo = EvictionPolicy::Make("fifo", 200, 100000, nullptr);
+  auto s3 = EvictionPolicy::Make(PolicyKind::kS3Fifo, 200, 100000, nullptr);
+  auto fifo = EvictionPolicy::Make(PolicyKind::kFifo, 200, 100000, nullptr);
   std::vector<uint64_t> ev;
   uint64_t s3_hits = 0, fifo_hits = 0, cold = 1000, hot = 0;
   for (int i = 0; i < 50000; ++i) {
@@ -142,9 +145,11 @@ TEST(Policy, S3FifoKeepsRepeatedIdsOverOneHitWonders) {
   EXPECT_LT(fifo_hits, 100u);
 }
 
-TEST(Policy, UnknownNamesAndMissingOracle) {
-  EXPECT_EQ(EvictionPolicy::Make("clock", 10, 10, nullptr), nullptr);
-  EXPECT_EQ(EvictionPolicy::Make("belady", 10, 10, nullptr), nullptr);
+TEST(Policy, NamesAndMissingOracle) {
+  EXPECT_EQ(ValueOf(kPolicyNames, "clock"), std::nullopt);
+  EXPECT_EQ(ValueOf(kPolicyNames, "s3-fifo"), PolicyKind::kS3Fifo);
+  EXPECT_STREQ(EvictionPolicy::Make(PolicyKind::kLru, 10, 10, nullptr)->name(), "lru");
+  EXPECT_EQ(EvictionPolicy::Make(PolicyKind::kBelady, 10, 10, nullptr), nullptr);
 }
 
 TEST(EpochOrderOracle, NextAccessLooksIntoTheNextEpoch) {

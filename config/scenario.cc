@@ -106,8 +106,8 @@ void ReadCache(Section s, std::vector<TierOptions>& tiers) {
       }
       o.read_bandwidth = t.Rate("bandwidth", o.read_bandwidth);
       o.read_latency = t.Duration("latency", o.read_latency);
-      o.policy = t.Enum("policy", "fill-once", {"fill-once", "lru", "fifo", "s3-fifo", "belady"});
-      o.clear = t.Bool("clear", false);
+      o.policy = t.Enum("policy", o.policy, kPolicyNames);
+      o.clear = t.Bool("clear", o.clear);
       if (o.kind == TierKind::kDisk && o.path.empty()) {
         s.ctx().Fail(list[i], t.Path("path"), "a disk tier needs a path");
       }

@@ -47,7 +47,7 @@ cost: {gpu_hour: 2.5}
   EXPECT_DOUBLE_EQ(s.storage.model.latency_p99_seconds, 0.030);
   ASSERT_EQ(s.cache_tiers.size(), 1u);
   EXPECT_EQ(s.cache_tiers[0].capacity, 1073741824u);
-  EXPECT_EQ(s.cache_tiers[0].policy, "fill-once");
+  EXPECT_EQ(s.cache_tiers[0].policy, PolicyKind::kFillOnce);
   EXPECT_DOUBLE_EQ(s.loader.preprocess.cost, 100e-6);
   EXPECT_EQ(s.loader.prefetch, 4u);  // default
   EXPECT_DOUBLE_EQ(*s.gpu_hour_cost, 2.5);

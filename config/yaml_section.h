@@ -168,16 +168,6 @@ class Section {
     return v;
   }
 
-  std::string Enum(const std::string& key, const std::string& def,
-                   const std::vector<std::string>& choices) {
-    const YAML::Node n = Scalar(key);
-    if (!n.IsDefined()) return def;
-    if (std::find(choices.begin(), choices.end(), n.Scalar()) == choices.end()) {
-      ctx_.Fail(n, Path(key), "expected one of " + Join(choices, " | ") + ", got " + Show(n));
-    }
-    return n.Scalar();
-  }
-
   // An enum value by its name in `table` (base/names.h).
   template <typename E, size_t N>
   E Enum(const std::string& key, E def, const NameTable<E, N>& table) {

@@ -20,8 +20,9 @@
 
 namespace stallscope::gpu {
 
+// A concrete model shape (CudaDevice fills every field from the scenario; nothing defaults).
 struct MlpShape {
-  int batch = 256, input = 1024, hidden = 1024, layers = 4, classes = 100;
+  int batch = 0, input = 0, hidden = 0, layers = 0, classes = 0;
 };
 
 class MlpModel {

@@ -42,7 +42,7 @@ TEST(Sampler, ConsecutiveEpochsAreIndependentShuffles) {
   // simulation); correlated shuffles move it far away.
   const uint64_t n = 100000, epochs = 4;
   const Sampler s(n, 42);
-  auto lru = EvictionPolicy::Make("lru", n / 2, n, nullptr);
+  auto lru = EvictionPolicy::Make(PolicyKind::kLru, n / 2, n, nullptr);
   std::vector<uint64_t> order, evicted;
   uint64_t misses = 0, lookups = 0;
   for (uint64_t e = 0; e < epochs; ++e) {

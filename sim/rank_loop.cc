@@ -139,11 +139,11 @@ void RankLoop::Setup() {
       const TierOptions& o = s_.cache_tiers[t];
       EvictionPolicy* persistent = nullptr;
       // (Not beside a distributed tier: its index of which node holds what starts empty.)
-      if (o.kind == TierKind::kDisk && o.policy != "belady" && !distributed_) {
+      if (o.kind == TierKind::kDisk && o.policy != PolicyKind::kBelady && !distributed_) {
         // A disk tier outlives the variant (a warm restart), unless it is cleared.
         const std::string key = fmt::format("{}|{}|{}|{}|{}", o.path, s_.seed, n_, max_bytes_, k);
         auto& p = disks_[key];
-        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->name() != o.policy) {
+        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->kind() != o.policy) {
           p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
         }
         persistent = p.get();

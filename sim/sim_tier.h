@@ -25,7 +25,7 @@ class SimTier {
  public:
   SimTier(const TierOptions& o, uint64_t num_ids, uint64_t max_item_bytes,
           const AccessOracle* oracle, EvictionPolicy* persistent)
-      : kind_(NameOf(o.kind)), policy_name_(o.policy), capacity_(o.capacity) {
+      : kind_(NameOf(o.kind)), policy_name_(NameOf(o.policy)), capacity_(o.capacity) {
     if (o.kind == TierKind::kMemory) {
       block_ = MemoryTier::BlockBytes(max_item_bytes);
       const int shards = MemoryTier::ShardCount(o.policy);

@@ -75,8 +75,8 @@ TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
   s.dataset.samples = 1600;
   s.dataset.sample_size = 64 * 1024;
   s.storage.model.bandwidth_bytes_per_second = 500e6;
-  s.cache_tiers = {
-      TierOptions{.kind = TierKind::kMemory, .capacity = 25ULL << 20, .policy = "fill-once"}};
+  s.cache_tiers = {TierOptions{
+      .kind = TierKind::kMemory, .capacity = 25ULL << 20, .policy = PolicyKind::kFillOnce}};
   s.loader.batch_size = 50;
   s.gpu.step_time = 0.010;
   s.run.epochs = 4;
@@ -100,7 +100,8 @@ TEST(Simulator, DistributedTierServesTheUnionOfTheNodesCaches) {
   s.dataset.sample_size = 64 * 1024;
   const uint64_t quarter = s.dataset.samples / 4 * s.dataset.sample_size;
   s.cache_tiers = {
-      TierOptions{.kind = TierKind::kMemory, .capacity = quarter * 3 / 2, .policy = "fill-once"},
+      TierOptions{
+          .kind = TierKind::kMemory, .capacity = quarter * 3 / 2, .policy = PolicyKind::kFillOnce},
       TierOptions{.kind = TierKind::kDistributed}};
   s.cluster.network_bandwidth = 12.5e9;
   s.run.epochs = 3;

@@ -15,6 +15,8 @@
 #include <functional>
 #include <string>
 
+#include "base/seed.h"
+
 namespace stallscope {
 
 struct GenerateOptions {
@@ -23,7 +25,7 @@ struct GenerateOptions {
   uint64_t size_mean = 0;
   uint64_t size_stdev = 0;
   uint32_t classes = 10;
-  uint64_t seed = 42;
+  uint64_t seed = kDefaultSeed;
   std::string format = "raw";                   // raw | jpeg
   int width = 256, height = 256, quality = 90;  // jpeg images
 };

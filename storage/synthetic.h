@@ -15,8 +15,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/seed.h"
 #include "storage/storage.h"
 #include "storage/storage_model.h"
+#include "storage/storage_options.h"
 
 namespace stallscope {
 
@@ -24,8 +26,8 @@ struct SyntheticDataset {
   uint64_t samples = 0;
   uint64_t sample_mean = 0;   // bytes
   uint64_t sample_stdev = 0;  // bytes; 0 = every sample has sample_mean bytes
-  uint64_t seed = 42;
-  uint32_t classes = 100;
+  uint64_t seed = kDefaultSeed;
+  uint32_t classes = DatasetOptions{}.classes;
 };
 
 // Shared behaviour of the two synthetic storages: sizes, labels, verification.

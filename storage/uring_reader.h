@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "storage/storage.h"
+#include "storage/storage_options.h"
 
 namespace stallscope {
 
@@ -50,7 +51,7 @@ class UringFileReader {
  public:
   struct Options {
     uint32_t threads = 1;
-    uint32_t depth = 64;  // files in flight over all threads
+    uint32_t depth = IoOptions{}.io_depth;  // files in flight over all threads
     bool direct = false;
     bool use_io_uring = true;
     double deadline = 0;  // seconds per file from its submission to the kernel; 0: none

@@ -39,7 +39,7 @@ double Since(Clock::time_point t0) {
 
 void BenchLookups(uint64_t entry_bytes, const std::string& policy) {
   const uint64_t n = 100000;
-  MemoryTier tier(n * entry_bytes * 2, policy, n, entry_bytes, nullptr);
+  MemoryTier tier(n * entry_bytes * 2, *ValueOf(kPolicyNames, policy), n, entry_bytes, nullptr);
   std::vector<std::byte> data(entry_bytes, std::byte{1}), dst(entry_bytes);
   for (uint64_t id = 0; id < n; ++id) tier.Admit(id, data, id);
   const Sampler sampler(n, 1);
@@ -71,8 +71,8 @@ void BenchReplay(uint64_t n, uint64_t epochs) {
                                 [&](uint64_t e, std::vector<uint64_t>& o) { sampler.Order(e, o); });
   std::printf("2. policy replay: %llu ids x %llu epochs, capacity 50%%\n",
               static_cast<unsigned long long>(n), static_cast<unsigned long long>(epochs));
-  for (const std::string& name : EvictionPolicy::Names()) {
-    auto p = EvictionPolicy::Make(name, n / 2, n, &oracle);
+  for (const auto& [kind, name] : kPolicyNames) {
+    auto p = EvictionPolicy::Make(kind, n / 2, n, &oracle);
     std::vector<uint64_t> evicted;
     evicted.reserve(16);
     uint64_t misses_after_first = 0;
@@ -88,7 +88,7 @@ void BenchReplay(uint64_t n, uint64_t epochs) {
       }
     }
     const double secs = Since(t0);
-    std::printf("   %-10s %12.0f requests/s   miss ratio after epoch 0: %.3f\n", name.c_str(),
+    std::printf("   %-10s %12.0f requests/s   miss ratio after epoch 0: %.3f\n", name,
                 trace.size() / secs, static_cast<double>(misses_after_first) / (trace.size() - n));
   }
 }

@@ -29,8 +29,8 @@ Scenario ResNet50(uint32_t nodes) {
   s.storage.model.latency_p50_seconds = 0.002;
   s.storage.model.latency_p99_seconds = 0.020;
   s.storage.model.max_inflight = 16384;
-  s.cache_tiers = {
-      TierOptions{.kind = TierKind::kMemory, .capacity = 32ULL << 30, .policy = "fill-once"}};
+  s.cache_tiers = {TierOptions{
+      .kind = TierKind::kMemory, .capacity = 32ULL << 30, .policy = PolicyKind::kFillOnce}};
   s.loader.batch_size = 400;
   s.loader.prefetch = 4;
   s.loader.workers = 8;
