@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "base/units.h"
+#include "report/chart.h"
 
 namespace stallscope {
 namespace {
@@ -18,108 +19,15 @@ const char* kColors[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
 const char* kStageColors[] = {"#D55E00", "#E69F00", "#56B4E9", "#999999"};
 const char* kStages[] = {"fetch", "preprocess", "transfer", "other"};
 
-constexpr int kWidth = 760, kHeight = 260, kLeft = 56, kRight = 16, kTop = 16, kBottom = 36;
+constexpr int kWidth = 760;  // the charts' width (report/chart.cc)
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-struct Series {
+// One variant of one result document, as every chart draws it.
+struct Variant {
   std::string label;
   std::string color;
-  std::vector<std::pair<double, double>> points;
+  int style;  // ChartSeries::style: its dash pattern and marker
+  const nlohmann::json* v;
 };
-
-// Axes, grid and tick labels for x in [0, xmax], y in [0, ymax].
-std::string Frame(double xmax, double ymax, const std::string& xlabel, const std::string& ylabel,
-                  bool percent) {
-  std::string s = fmt::format(
-      "<svg class=\"chart\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
-      "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">",
-      kWidth, kHeight, kWidth, kHeight);
-  const int pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  for (int i = 0; i <= 4; ++i) {
-    const double y = kTop + ph - ph * i / 4.0;
-    const double v = ymax * i / 4.0;
-    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>",
-                     kLeft, y, kLeft + pw, y);
-    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", kLeft - 4, y + 4,
-                     percent ? fmt::format("{:.0f}%", v * 100) : fmt::format("{:.3g}", v));
-  }
-  for (int i = 0; i <= 5; ++i) {
-    const double x = kLeft + pw * i / 5.0;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>", x,
-                     kTop + ph + 14, xmax * i / 5.0);
-  }
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", kLeft + pw / 2,
-                   kHeight - 4, Escape(xlabel));
-  s += fmt::format(
-      "<text x=\"12\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 12 {})\">{}</text>",
-      kTop + ph / 2, kTop + ph / 2, Escape(ylabel));
-  s += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
-      "stroke=\"#888\"/>",
-      kLeft, kTop, pw, ph);
-  return s;
-}
-
-std::string LineChart(const std::vector<Series>& series, const std::string& xlabel,
-                      const std::string& ylabel, bool percent) {
-  double xmax = 1e-9, ymax = percent ? 1.0 : 1e-9;
-  for (const Series& s : series) {
-    for (const auto& [x, y] : s.points) {
-      xmax = std::max(xmax, x);
-      ymax = std::max(ymax, y);
-    }
-  }
-  if (!percent) ymax *= 1.1;
-  std::string out = Frame(xmax, ymax, xlabel, ylabel, percent);
-  const int pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  for (const Series& s : series) {
-    std::string d;
-    for (const auto& [x, y] : s.points) {
-      d += fmt::format("{}{:.1f},{:.1f}", d.empty() ? "M" : " L", kLeft + pw * x / xmax,
-                       kTop + ph - ph * y / ymax);
-    }
-    out += fmt::format(
-        "<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{}\" "
-        "stroke-width=\"1.8\"><title>{}</title></path>",
-        d, s.color, Escape(s.label));
-    if (s.points.size() == 1) {  // a lone point (one epoch): a line would not show it
-      const auto [x, y] = s.points[0];
-      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>",
-                         kLeft + pw * x / xmax, kTop + ph - ph * y / ymax, s.color);
-    }
-  }
-  return out + "</svg>";
-}
-
-std::string Legend(const std::vector<std::pair<std::string, std::string>>& items) {
-  std::string s = "<div class=\"legend\">";
-  for (const auto& [label, color] : items) {
-    s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", color, Escape(label));
-  }
-  return s + "</div>";
-}
 
 const nlohmann::json& Need(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) {
@@ -137,13 +45,79 @@ std::optional<double> AxisValue(const std::string& text) {
   return std::nullopt;
 }
 
-// A sweep CSV (pipeline/sweep.h): GPU idle against the first grid key, one line per variant
-// and value of the other keys; then every row.
+// One series per variant, a point (x, y) = `point(element)` per element of its `array`.
+template <typename Point>
+std::vector<ChartSeries> VariantSeries(const std::vector<Variant>& variants, const char* array,
+                                       Point point) {
+  std::vector<ChartSeries> out;
+  for (const Variant& v : variants) {
+    ChartSeries s{v.label, v.color, v.style, {}};
+    for (const auto& e : v.v->value(array, nlohmann::json::array())) s.points.push_back(point(e));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The sweep's series: GPU idle against the first key's value (or, when some value is not a
+// number, its position 1, 2, ... among `x_values`), one per variant and value of the other
+// keys.
+std::vector<ChartSeries> SweepSeries(const nlohmann::json& sweep,
+                                     const std::vector<std::string>& x_values, bool numeric) {
+  const auto& keys = sweep["keys"];
+  const std::string x_key = keys[0].get<std::string>();
+  std::vector<ChartSeries> series;
+  for (const auto& r : sweep["rows"]) {
+    std::string label = r.value("variant", "?");
+    for (size_t k = 1; k < keys.size(); ++k) {
+      label +=
+          " " + keys[k].get<std::string>() + "=" + r["point"].value(keys[k].get<std::string>(), "");
+    }
+    auto it = std::find_if(series.begin(), series.end(),
+                           [&](const ChartSeries& s) { return s.label == label; });
+    if (it == series.end()) {
+      const int n = static_cast<int>(series.size());
+      series.push_back({label, kColors[n % 8], n, {}});
+      it = series.end() - 1;
+    }
+    const std::string xv = r["point"].value(x_key, "");
+    const double x = numeric ? *AxisValue(xv)
+                             : static_cast<double>(std::find(x_values.begin(), x_values.end(), xv) -
+                                                   x_values.begin() + 1);
+    it->points.emplace_back(x, r.value("gpu_idle_fraction", 0.0));
+  }
+  for (ChartSeries& s : series) std::sort(s.points.begin(), s.points.end());
+  return series;
+}
+
+// Every row of the sweep.
+std::string SweepTable(const nlohmann::json& sweep) {
+  const auto& keys = sweep["keys"];
+  std::string html = "<table><tr><th>variant</th>";
+  for (const auto& k : keys) html += "<th>" + HtmlEscape(k.get<std::string>()) + "</th>";
+  html +=
+      "<th>mode</th><th>GPUs</th><th>GPU "
+      "idle</th><th>AU</th><th>samples/s</th><th>bottleneck</th></tr>\n";
+  for (const auto& r : sweep["rows"]) {
+    html += "<tr><td>" + HtmlEscape(r.value("variant", "?")) + "</td>";
+    for (const auto& k : keys)
+      html += "<td>" + HtmlEscape(r["point"].value(k.get<std::string>(), "")) + "</td>";
+    html += fmt::format(
+        "<td>{}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.1f}%</td><td>{:.0f}</td><td>{}</td></"
+        "tr>\n",
+        HtmlEscape(r.value("mode", "")), r.value("gpus", 1.0),
+        r.value("gpu_idle_fraction", 0.0) * 100, r.value("au", 0.0) * 100,
+        r.value("samples_per_second", 0.0), HtmlEscape(r.value("bottleneck", "")));
+  }
+  return html + "</table>\n";
+}
+
+// A sweep CSV (report/sweep_csv.h): GPU idle against the first grid key, one line per variant
+// and value of the other keys, a marker at every grid point; then every row.
 std::string SweepSection(const nlohmann::json& sweep) {
   const auto& keys = sweep["keys"];
   const auto& rows = sweep["rows"];
   std::string html =
-      fmt::format("<h2>Sweep: <code>{}</code></h2>\n", Escape(sweep.value("source", "")));
+      fmt::format("<h2>Sweep: <code>{}</code></h2>\n", HtmlEscape(sweep.value("source", "")));
   if (keys.empty() || rows.empty()) return html + "<p>(no rows)</p>\n";
   const std::string x_key = keys[0].get<std::string>();
   // x: numeric when every value of the first key parses; else the values' order.
@@ -154,28 +128,6 @@ std::string SweepSection(const nlohmann::json& sweep) {
   }
   bool numeric = true;
   for (const std::string& v : x_values) numeric = numeric && AxisValue(v).has_value();
-  std::vector<Series> series;
-  std::vector<std::pair<std::string, std::string>> legend;
-  for (const auto& r : rows) {
-    std::string label = r.value("variant", "?");
-    for (size_t k = 1; k < keys.size(); ++k) {
-      label +=
-          " " + keys[k].get<std::string>() + "=" + r["point"].value(keys[k].get<std::string>(), "");
-    }
-    auto it = std::find_if(series.begin(), series.end(),
-                           [&](const Series& s) { return s.label == label; });
-    if (it == series.end()) {
-      series.push_back({label, kColors[series.size() % 8], {}});
-      legend.emplace_back(label, series.back().color);
-      it = series.end() - 1;
-    }
-    const std::string xv = r["point"].value(x_key, "");
-    const double x = numeric ? *AxisValue(xv)
-                             : static_cast<double>(std::find(x_values.begin(), x_values.end(), xv) -
-                                                   x_values.begin() + 1);
-    it->points.emplace_back(x, r.value("gpu_idle_fraction", 0.0));
-  }
-  for (Series& s : series) std::sort(s.points.begin(), s.points.end());
   std::string xlabel = x_key;
   if (!numeric) {
     xlabel += " (";
@@ -184,35 +136,142 @@ std::string SweepSection(const nlohmann::json& sweep) {
     }
     xlabel += ")";
   }
-  html += LineChart(series, xlabel, "GPU idle", true) + Legend(legend);
-  html += "<table><tr><th>variant</th>";
-  for (const auto& k : keys) html += "<th>" + Escape(k.get<std::string>()) + "</th>";
+  const std::vector<ChartSeries> series = SweepSeries(sweep, x_values, numeric);
   html +=
-      "<th>mode</th><th>GPUs</th><th>GPU "
-      "idle</th><th>AU</th><th>samples/s</th><th>bottleneck</th></tr>\n";
-  for (const auto& r : rows) {
-    html += "<tr><td>" + Escape(r.value("variant", "?")) + "</td>";
-    for (const auto& k : keys)
-      html += "<td>" + Escape(r["point"].value(k.get<std::string>(), "")) + "</td>";
+      LineChart(series,
+                {.x_label = xlabel, .y_label = "GPU idle", .y_percent = true, .markers = true}) +
+      SeriesLegend(series, LegendSwatch::kLineWithMarker);
+  return html + SweepTable(sweep);
+}
+
+// The headline table, then each variant's verdict in words.
+std::string VerdictSection(const std::vector<Variant>& variants) {
+  std::string html =
+      "<h2>Verdicts</h2>\n<table><tr><th>variant</th><th>GPU idle</th><th>AU</th>"
+      "<th>samples/s</th><th>cache hit</th><th>bottleneck</th></tr>\n";
+  for (const Variant& v : variants) {
+    const auto& j = *v.v;
     html += fmt::format(
-        "<td>{}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.1f}%</td><td>{:.0f}</td><td>{}</td></"
-        "tr>\n",
-        Escape(r.value("mode", "")), r.value("gpus", 1.0), r.value("gpu_idle_fraction", 0.0) * 100,
-        r.value("au", 0.0) * 100, r.value("samples_per_second", 0.0),
-        Escape(r.value("bottleneck", "")));
+        "<tr><td><i style=\"color:{}\">&#9632;</i> {}</td><td>{:.1f}%</td><td>{:.1f}%</td>"
+        "<td>{:.0f}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+        v.color, HtmlEscape(v.label), j.value("gpu_idle_fraction", 0.0) * 100,
+        j.value("au", 0.0) * 100, j.value("samples_per_second", 0.0),
+        j.value("cache_hit_ratio", 0.0) * 100,
+        HtmlEscape(j.contains("bottleneck") ? j["bottleneck"].value("stage", "?") : "?"));
   }
-  return html + "</table>\n";
+  html += "</table>\n";
+  for (const Variant& v : variants) {
+    const std::string text =
+        v.v->contains("bottleneck") ? (*v.v)["bottleneck"].value("text", "") : "";
+    html += fmt::format("<p class=\"verdict\"><b>{}</b>: {}</p>\n", HtmlEscape(v.label),
+                        HtmlEscape(text));
+  }
+  return html;
+}
+
+// Stall seconds by stage: one stacked horizontal bar per variant, its total after it.
+std::string StallChart(const std::vector<Variant>& variants) {
+  double max_total = 1e-9;
+  for (const Variant& v : variants) {
+    double t = 0;
+    for (const char* st : kStages) t += (*v.v)["stall_seconds"].value(st, 0.0);
+    max_total = std::max(max_total, t);
+  }
+  const int row = 26, h = static_cast<int>(variants.size()) * row + 40, labelw = 170;
+  const int pw = kWidth - labelw - 70;  // room for the total after the bar
+  std::string html = "<h2>Stall seconds by stage</h2>\n";
+  html += fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
+      "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">",
+      kWidth, h, kWidth, h);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const int y = 10 + static_cast<int>(i) * row;
+    html += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", labelw - 6, y + 14,
+                        HtmlEscape(variants[i].label));
+    double x = labelw;
+    for (int s = 0; s < 4; ++s) {
+      const double sec = (*variants[i].v)["stall_seconds"].value(kStages[s], 0.0);
+      const double w = pw * sec / max_total;
+      if (w > 0) {
+        html += fmt::format(
+            "<rect class=\"bar\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
+            "height=\"18\" fill=\"{}\"><title>{}: {:.2f} s</title></rect>",
+            x, y, w, kStageColors[s], kStages[s], sec);
+      }
+      x += w;
+    }
+    html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} s</text>", x + 4, y + 14,
+                        (x - labelw) / pw * max_total);
+  }
+  html += "</svg>";
+  std::vector<std::pair<std::string, std::string>> stage_legend;
+  for (int s = 0; s < 4; ++s) stage_legend.emplace_back(kStages[s], kStageColors[s]);
+  return html + ColorLegend(stage_legend);
+}
+
+// The variants' charts: utilization over time, stall by stage, hit ratio per epoch, queues.
+std::string VariantCharts(const std::vector<Variant>& variants) {
+  const std::vector<ChartSeries> util = VariantSeries(variants, "timeline", [](const auto& p) {
+    return std::make_pair(p.value("t", 0.0), p.value("utilization", 0.0));
+  });
+  std::string html =
+      "<h2>GPU utilization over the measured window</h2>\n" +
+      LineChart(util,
+                {.x_label = "seconds into the window", .y_label = "GPU busy", .y_percent = true}) +
+      SeriesLegend(util, LegendSwatch::kLine);
+
+  html += StallChart(variants);
+
+  // Epochs are discrete: one group of bars per epoch number, the variants side by side.
+  const std::vector<ChartSeries> hits = VariantSeries(variants, "epochs", [](const auto& e) {
+    return std::make_pair(e.value("epoch", 0.0), e.value("cache_hit_ratio", 0.0));
+  });
+  html += "<h2>Cache hit ratio per epoch</h2>\n" +
+          EpochBarChart(hits, "hit ratio (all tiers)", true) +
+          SeriesLegend(hits, LegendSwatch::kBar);
+
+  // Queue occupancy: batches fetched and waiting (the prefetch buffer's fill).
+  const std::vector<ChartSeries> queues = VariantSeries(variants, "timeline", [](const auto& p) {
+    return std::make_pair(p.value("t", 0.0),
+                          p.value("queue_ready", 0.0) + p.value("queue_preprocessing", 0.0));
+  });
+  html +=
+      "<h2>Queue occupancy: batches fetched and waiting for preprocessing or the device</h2>\n" +
+      LineChart(queues, {.x_label = "seconds into the window", .y_label = "batches"}) +
+      SeriesLegend(queues, LegendSwatch::kLine);
+  return html;
+}
+
+// The page's head, title and where its numbers come from.
+std::string PageStart(const std::vector<std::string>& sources, size_t variants, size_t sweeps,
+                      const std::string& device) {
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>stallscope report</title><style>"
+      "body{font-family:sans-serif;max-width:820px;margin:24px auto;color:#222}"
+      "h1{font-size:22px}h2{font-size:16px;margin-top:28px}"
+      "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;"
+      "text-align:right}th:first-child,td:first-child{text-align:left}"
+      ".legend span{margin-right:14px;font-size:12px;white-space:nowrap}"
+      ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}"
+      ".legend svg{vertical-align:middle;margin-right:4px}.verdict{font-size:13px;margin:4px 0}"
+      "</style></head><body>\n<h1>stallscope: is the data pipeline starving the GPU?</h1>\n";
+  html += "<p>From ";
+  for (size_t d = 0; d < sources.size(); ++d) {
+    html += (d ? ", " : "") + ("<code>" + HtmlEscape(sources[d]) + "</code>");
+  }
+  if (variants == 0) {
+    html += fmt::format(" ({} sweep(s)).</p>\n", sweeps);
+  } else {
+    html += fmt::format(" ({} variant(s), device {}).</p>\n", variants, HtmlEscape(device));
+  }
+  return html;
 }
 
 }  // namespace
 
 std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
                              const std::vector<std::string>& sources) {
-  struct Variant {
-    std::string label;
-    std::string color;
-    const nlohmann::json* v;
-  };
   std::vector<Variant> variants;
   std::vector<const nlohmann::json*> sweeps;
   for (size_t d = 0; d < documents.size(); ++d) {
@@ -228,141 +287,17 @@ std::string RenderHtmlReport(const std::vector<nlohmann::json>& documents,
       Need(v, "stall_seconds", src);
       const std::string label =
           (documents.size() > 1 ? scenario + " / " : std::string()) + v.value("name", "?");
-      variants.push_back({label, kColors[variants.size() % 8], &v});
+      const int n = static_cast<int>(variants.size());
+      variants.push_back({label, kColors[n % 8], n, &v});
     }
   }
-  std::vector<std::pair<std::string, std::string>> legend;
-  for (const Variant& v : variants) legend.emplace_back(v.label, v.color);
-
-  std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<title>stallscope report</title><style>"
-      "body{font-family:sans-serif;max-width:820px;margin:24px auto;color:#222}"
-      "h1{font-size:22px}h2{font-size:16px;margin-top:28px}"
-      "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;"
-      "text-align:right}th:first-child,td:first-child{text-align:left}"
-      ".legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;"
-      "height:10px;margin-right:4px}.verdict{font-size:13px;margin:4px 0}"
-      "</style></head><body>\n<h1>stallscope: is the data pipeline starving the GPU?</h1>\n";
-  html += "<p>From ";
-  for (size_t d = 0; d < sources.size(); ++d) {
-    html += (d ? ", " : "") + ("<code>" + Escape(sources[d]) + "</code>");
-  }
-  if (variants.empty()) {
-    html += fmt::format(" ({} sweep(s)).</p>\n", sweeps.size());
-  } else {
-    html += fmt::format(" ({} variant(s), device {}).</p>\n", variants.size(),
-                        Escape(documents.empty() ? "" : documents[0].value("device", "?")));
-  }
-
-  const std::string footer =
-      "\n<p style=\"font-size:11px;color:#777\">Made by <code>stallscope report</code>. "
-      "Idle fraction, AU and stall attribution as defined in DESIGN.md.</p>\n</body></html>\n";
-  if (variants.empty()) {  // sweep CSVs only
-    for (const nlohmann::json* sw : sweeps) html += SweepSection(*sw);
-    return html + footer;
-  }
-
-  // Headline table and verdicts.
-  html +=
-      "<h2>Verdicts</h2>\n<table><tr><th>variant</th><th>GPU idle</th><th>AU</th>"
-      "<th>samples/s</th><th>cache hit</th><th>bottleneck</th></tr>\n";
-  for (const Variant& v : variants) {
-    const auto& j = *v.v;
-    html += fmt::format(
-        "<tr><td><i style=\"color:{}\">&#9632;</i> {}</td><td>{:.1f}%</td><td>{:.1f}%</td>"
-        "<td>{:.0f}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
-        v.color, Escape(v.label), j.value("gpu_idle_fraction", 0.0) * 100, j.value("au", 0.0) * 100,
-        j.value("samples_per_second", 0.0), j.value("cache_hit_ratio", 0.0) * 100,
-        Escape(j.contains("bottleneck") ? j["bottleneck"].value("stage", "?") : "?"));
-  }
-  html += "</table>\n";
-  for (const Variant& v : variants) {
-    const std::string text =
-        v.v->contains("bottleneck") ? (*v.v)["bottleneck"].value("text", "") : "";
-    html += fmt::format("<p class=\"verdict\"><b>{}</b>: {}</p>\n", Escape(v.label), Escape(text));
-  }
-
-  // 1. Utilization over time.
-  std::vector<Series> util;
-  for (const Variant& v : variants) {
-    Series s{v.label, v.color, {}};
-    for (const auto& p : v.v->value("timeline", nlohmann::json::array())) {
-      s.points.emplace_back(p.value("t", 0.0), p.value("utilization", 0.0));
-    }
-    util.push_back(std::move(s));
-  }
-  html += "<h2>GPU utilization over the measured window</h2>\n" +
-          LineChart(util, "seconds into the window", "GPU busy", true) + Legend(legend);
-
-  // 2. Stall seconds by stage, stacked bars.
-  {
-    double max_total = 1e-9;
-    for (const Variant& v : variants) {
-      double t = 0;
-      for (const char* st : kStages) t += (*v.v)["stall_seconds"].value(st, 0.0);
-      max_total = std::max(max_total, t);
-    }
-    const int row = 26, h = static_cast<int>(variants.size()) * row + 40, labelw = 170;
-    const int pw = kWidth - labelw - 70;  // room for the total after the bar
-    html += "<h2>Stall seconds by stage</h2>\n";
-    html += fmt::format(
-        "<svg class=\"chart\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
-        "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">",
-        kWidth, h, kWidth, h);
-    for (size_t i = 0; i < variants.size(); ++i) {
-      const int y = 10 + static_cast<int>(i) * row;
-      html += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", labelw - 6,
-                          y + 14, Escape(variants[i].label));
-      double x = labelw;
-      for (int s = 0; s < 4; ++s) {
-        const double sec = (*variants[i].v)["stall_seconds"].value(kStages[s], 0.0);
-        const double w = pw * sec / max_total;
-        if (w > 0) {
-          html += fmt::format(
-              "<rect class=\"bar\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
-              "height=\"18\" fill=\"{}\"><title>{}: {:.2f} s</title></rect>",
-              x, y, w, kStageColors[s], kStages[s], sec);
-        }
-        x += w;
-      }
-      html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} s</text>", x + 4, y + 14,
-                          (x - labelw) / pw * max_total);
-    }
-    html += "</svg>";
-    std::vector<std::pair<std::string, std::string>> stage_legend;
-    for (int s = 0; s < 4; ++s) stage_legend.emplace_back(kStages[s], kStageColors[s]);
-    html += Legend(stage_legend);
-  }
-
-  // 3. Cache hit ratio per epoch.
-  std::vector<Series> hits;
-  for (const Variant& v : variants) {
-    Series s{v.label, v.color, {}};
-    for (const auto& e : v.v->value("epochs", nlohmann::json::array())) {
-      s.points.emplace_back(e.value("epoch", 0) + 1.0, e.value("cache_hit_ratio", 0.0));
-    }
-    hits.push_back(std::move(s));
-  }
-  html += "<h2>Cache hit ratio per epoch</h2>\n" +
-          LineChart(hits, "epoch", "hit ratio (all tiers)", true) + Legend(legend);
-
-  // 4. Queue occupancy: batches ready for the device (the prefetch buffer's fill).
-  std::vector<Series> queues;
-  for (const Variant& v : variants) {
-    Series s{v.label, v.color, {}};
-    for (const auto& p : v.v->value("timeline", nlohmann::json::array())) {
-      s.points.emplace_back(p.value("t", 0.0),
-                            p.value("queue_ready", 0.0) + p.value("queue_preprocessing", 0.0));
-    }
-    queues.push_back(std::move(s));
-  }
-  html +=
-      "<h2>Queue occupancy: batches fetched and waiting for preprocessing or the device</h2>\n" +
-      LineChart(queues, "seconds into the window", "batches", false) + Legend(legend);
-
+  std::string html = PageStart(sources, variants.size(), sweeps.size(),
+                               documents.empty() ? "" : documents[0].value("device", "?"));
+  if (!variants.empty()) html += VerdictSection(variants) + VariantCharts(variants);
   for (const nlohmann::json* sw : sweeps) html += SweepSection(*sw);
-  return html + footer;
+  return html +
+         "\n<p style=\"font-size:11px;color:#777\">Made by <code>stallscope report</code>. "
+         "Idle fraction, AU and stall attribution as defined in DESIGN.md.</p>\n</body></html>\n";
 }
 
 }  // namespace stallscope

@@ -1,9 +1,11 @@
 // HtmlReport: result documents (the --json output of `run`) as one self-contained HTML page.
 //
-// Charts are inline SVG drawn here — no scripts, fonts or styles are fetched, so the page
-// opens offline and mails well: GPU utilization over time per variant, stall seconds by stage
-// per variant, cache hit ratio per epoch, queue occupancy over time, and each variant's
-// verdict with its headline numbers. Several documents compare side by side.
+// Charts are inline SVG (report/chart.h) — no scripts, fonts or styles are fetched, so the
+// page opens offline and mails well: GPU utilization over time per variant, stall seconds by
+// stage per variant, cache hit ratio per epoch (bars side by side at epochs 0, 1, 2 ...),
+// queue occupancy over time, and each variant's verdict with its headline numbers; a sweep CSV
+// draws GPU idle against its first grid key. Several documents compare side by side; lines
+// differ by dash and marker as well as colour, so equal series stay visible.
 //
 // Thread-safety: a pure function.
 #ifndef STALLSCOPE_REPORT_HTML_REPORT_H_

@@ -151,35 +151,55 @@ nlohmann::json ResultDocument(const std::string& scenario, const std::string& mo
   return doc;
 }
 
-std::string FormatTable(const std::vector<VariantResult>& vs) {
+namespace {
+
+// A table with one column per variant, built a row at a time.
+class VariantTable {
+ public:
+  explicit VariantTable(const std::vector<VariantResult>& variants) : variants_(variants) {}
+
+  // A row labelled `label`, its cells `cell(variant)`.
+  template <typename Cell>
+  void Add(std::string label, Cell cell) {
+    Row r{std::move(label), {}};
+    for (const VariantResult& v : variants_) r.cells.push_back(cell(v));
+    rows_.push_back(std::move(r));
+  }
+
+  // The labels left-aligned, each column right-aligned to its widest cell.
+  std::string Text() const {
+    size_t label_w = 0;
+    std::vector<size_t> col_w(variants_.size(), 0);
+    for (const Row& r : rows_) {
+      label_w = std::max(label_w, r.label.size());
+      for (size_t i = 0; i < r.cells.size(); ++i) {
+        col_w[i] = std::max(col_w[i], r.cells[i].size());
+      }
+    }
+    std::string out;
+    for (const Row& r : rows_) {
+      out += fmt::format("{:<{}}", r.label, label_w + 2);
+      for (size_t i = 0; i < r.cells.size(); ++i) {
+        out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
+      }
+      out += "\n";
+    }
+    return out;
+  }
+
+ private:
   struct Row {
     std::string label;
     std::vector<std::string> cells;
   };
-  std::vector<Row> rows;
-  auto add = [&](std::string label, auto cell) {
-    Row r{std::move(label), {}};
-    for (const VariantResult& v : vs) r.cells.push_back(cell(v));
-    rows.push_back(std::move(r));
-  };
-  auto pct = [](double x) { return fmt::format("{:.1f}%", x * 100); };
-  auto secs = [](double x) { return fmt::format("{:.2f}", x); };
-  add("", [](const VariantResult& v) { return v.name; });
-  add("GPU idle", [&](const VariantResult& v) { return pct(v.gpu_idle_fraction); });
-  add("AU", [&](const VariantResult& v) { return pct(v.au); });
-  add("samples/s",
-      [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
-  add("read MB/s",
-      [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
-  add("stall fetch (s)", [&](const VariantResult& v) { return secs(v.stall.fetch); });
-  add("stall preprocess (s)", [&](const VariantResult& v) { return secs(v.stall.preprocess); });
-  add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
-  add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
-  add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
-  add("cache hit", [&](const VariantResult& v) {
-    return v.cache.empty() ? std::string("-") : pct(v.cache_hit_ratio);
-  });
-  // One row per tier name, in the order first seen.
+  const std::vector<VariantResult>& variants_;
+  std::vector<Row> rows_;
+};
+
+std::string Percent(double x) { return fmt::format("{:.1f}%", x * 100); }
+
+// One row per cache tier name, in the order first seen: hit ratio and evictions.
+void AddTierRows(VariantTable& table, const std::vector<VariantResult>& vs) {
   std::vector<std::string> tier_names;
   for (const VariantResult& v : vs) {
     for (const TierResult& t : v.cache) {
@@ -189,86 +209,105 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
     }
   }
   for (const std::string& name : tier_names) {
-    add("  " + name + " hit / evictions", [&](const VariantResult& v) {
+    table.Add("  " + name + " hit / evictions", [&](const VariantResult& v) {
       for (const TierResult& t : v.cache) {
-        if (t.name == name) return fmt::format("{} / {}", pct(t.hit_ratio), t.evictions);
+        if (t.name == name) return fmt::format("{} / {}", Percent(t.hit_ratio), t.evictions);
       }
       return std::string("-");
     });
   }
-  add("step wait p50 / p99", [](const VariantResult& v) {
+}
+
+// With cost.gpu_hour on the first variant: idle time in dollars, and what each saves.
+void AddCostRows(VariantTable& table, const std::vector<VariantResult>& vs) {
+  if (vs.empty() || !vs.front().gpu_hour_cost) return;
+  auto usd = [](double x) { return fmt::format("${:.2f}", x); };
+  table.Add("idle $ per 1000 GPU-h", [&](const VariantResult& v) {
+    return v.gpu_hour_cost ? usd(IdleCostOf(v).per_1000_gpu_hours) : std::string("-");
+  });
+  table.Add("idle $ per day", [&](const VariantResult& v) {
+    return v.gpu_hour_cost ? usd(IdleCostOf(v).per_day) : std::string("-");
+  });
+  const double first = IdleCostOf(vs.front()).per_day;
+  table.Add("saves $ per day vs first", [&](const VariantResult& v) {
+    return v.gpu_hour_cost ? usd(first - IdleCostOf(v).per_day) : std::string("-");
+  });
+}
+
+// When any variant ran on a real GPU: its own measurements ("-" for the others).
+void AddGpuRows(VariantTable& table, const std::vector<VariantResult>& vs) {
+  const bool any_gpu = std::any_of(
+      vs.begin(), vs.end(), [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
+  if (!any_gpu) return;
+  auto gpu = [&](std::string label, auto cell) {
+    table.Add(std::move(label), [cell](const VariantResult& v) {
+      return v.gpu.busy_source.empty() ? std::string("-") : cell(v);
+    });
+  };
+  gpu("GPU busy CUPTI / events", [&](const VariantResult& v) {
+    return fmt::format("{} / {}", Percent(1 - v.gpu_idle_fraction), Percent(v.event_busy_fraction));
+  });
+  gpu("H2D GB/s, overlapped", [&](const VariantResult& v) {
+    const double s = v.gpu.h2d_seconds;
+    return fmt::format("{:.1f}, {}", s > 0 ? v.gpu.h2d_bytes / s / 1e9 : 0.0,
+                       Percent(s > 0 ? v.gpu.h2d_overlap_seconds / s : 0.0));
+  });
+  gpu("loss first / last", [](const VariantResult& v) {
+    return fmt::format("{:.3f} / {:.3f}", v.loss_first, v.loss_last);
+  });
+  gpu("model width, step", [](const VariantResult& v) {
+    double width = 0, step = 0;
+    for (const auto& [k, x] : v.gpu.facts) {
+      if (k == "hidden_width") width = x;
+      if (k == "calibrated_step_seconds" || k == "measured_step_seconds") step = x;
+    }
+    return fmt::format("{:.0f}, {}", width, FormatDuration(step));
+  });
+}
+
+}  // namespace
+
+std::string FormatTable(const std::vector<VariantResult>& vs) {
+  VariantTable table(vs);
+  auto secs = [](double x) { return fmt::format("{:.2f}", x); };
+  table.Add("", [](const VariantResult& v) { return v.name; });
+  table.Add("GPU idle", [&](const VariantResult& v) { return Percent(v.gpu_idle_fraction); });
+  table.Add("AU", [&](const VariantResult& v) { return Percent(v.au); });
+  table.Add("samples/s",
+            [](const VariantResult& v) { return fmt::format("{:.0f}", v.samples_per_second); });
+  table.Add("read MB/s",
+            [](const VariantResult& v) { return fmt::format("{:.1f}", v.bytes_per_second / 1e6); });
+  table.Add("stall fetch (s)", [&](const VariantResult& v) { return secs(v.stall.fetch); });
+  table.Add("stall preprocess (s)",
+            [&](const VariantResult& v) { return secs(v.stall.preprocess); });
+  table.Add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
+  table.Add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
+  table.Add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
+  table.Add("cache hit", [&](const VariantResult& v) {
+    return v.cache.empty() ? std::string("-") : Percent(v.cache_hit_ratio);
+  });
+  AddTierRows(table, vs);
+  table.Add("step wait p50 / p99", [](const VariantResult& v) {
     return FormatDuration(v.step_wait_p50) + " / " + FormatDuration(v.step_wait_p99);
   });
-  add("epoch idle", [](const VariantResult& v) {
+  table.Add("epoch idle", [](const VariantResult& v) {
     std::string s;
     for (const EpochResult& e : v.epochs) {
       s += (s.empty() ? "" : " ") + fmt::format("{:.0f}%", e.gpu_idle_fraction * 100);
     }
     return s;
   });
-  add("verified / bad", [](const VariantResult& v) {
+  table.Add("verified / bad", [](const VariantResult& v) {
     return fmt::format("{} / {}", v.samples_verified, v.integrity_errors);
   });
-  add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
+  table.Add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
   if (std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) { return v.gpus > 1; })) {
-    add("GPUs", [](const VariantResult& v) { return fmt::format("{}", v.gpus); });
+    table.Add("GPUs", [](const VariantResult& v) { return fmt::format("{}", v.gpus); });
   }
-  if (!vs.empty() && vs.front().gpu_hour_cost) {
-    auto usd = [](double x) { return fmt::format("${:.2f}", x); };
-    add("idle $ per 1000 GPU-h", [&](const VariantResult& v) {
-      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_1000_gpu_hours) : std::string("-");
-    });
-    add("idle $ per day", [&](const VariantResult& v) {
-      return v.gpu_hour_cost ? usd(IdleCostOf(v).per_day) : std::string("-");
-    });
-    const double first = IdleCostOf(vs.front()).per_day;
-    add("saves $ per day vs first", [&](const VariantResult& v) {
-      return v.gpu_hour_cost ? usd(first - IdleCostOf(v).per_day) : std::string("-");
-    });
-  }
-  const bool any_gpu = std::any_of(
-      vs.begin(), vs.end(), [](const VariantResult& v) { return !v.gpu.busy_source.empty(); });
-  if (any_gpu) {
-    auto gpu = [&](std::string label, auto cell) {
-      add(std::move(label), [cell](const VariantResult& v) {
-        return v.gpu.busy_source.empty() ? std::string("-") : cell(v);
-      });
-    };
-    gpu("GPU busy CUPTI / events", [&](const VariantResult& v) {
-      return fmt::format("{} / {}", pct(1 - v.gpu_idle_fraction), pct(v.event_busy_fraction));
-    });
-    gpu("H2D GB/s, overlapped", [&](const VariantResult& v) {
-      const double s = v.gpu.h2d_seconds;
-      return fmt::format("{:.1f}, {}", s > 0 ? v.gpu.h2d_bytes / s / 1e9 : 0.0,
-                         pct(s > 0 ? v.gpu.h2d_overlap_seconds / s : 0.0));
-    });
-    gpu("loss first / last", [](const VariantResult& v) {
-      return fmt::format("{:.3f} / {:.3f}", v.loss_first, v.loss_last);
-    });
-    gpu("model width, step", [](const VariantResult& v) {
-      double width = 0, step = 0;
-      for (const auto& [k, x] : v.gpu.facts) {
-        if (k == "hidden_width") width = x;
-        if (k == "calibrated_step_seconds" || k == "measured_step_seconds") step = x;
-      }
-      return fmt::format("{:.0f}, {}", width, FormatDuration(step));
-    });
-  }
+  AddCostRows(table, vs);
+  AddGpuRows(table, vs);
 
-  size_t label_w = 0;
-  std::vector<size_t> col_w(vs.size(), 0);
-  for (const Row& r : rows) {
-    label_w = std::max(label_w, r.label.size());
-    for (size_t i = 0; i < r.cells.size(); ++i) col_w[i] = std::max(col_w[i], r.cells[i].size());
-  }
-  std::string out;
-  for (const Row& r : rows) {
-    out += fmt::format("{:<{}}", r.label, label_w + 2);
-    for (size_t i = 0; i < r.cells.size(); ++i)
-      out += fmt::format("  {:>{}}", r.cells[i], col_w[i]);
-    out += "\n";
-  }
-  out += "\n";
+  std::string out = table.Text() + "\n";
   for (const VariantResult& v : vs) {
     out += fmt::format("{}: {}{}\n", v.name, v.partial ? "(interrupted, partial) " : "",
                        v.bottleneck_text);

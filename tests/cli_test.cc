@@ -103,7 +103,8 @@ TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
     return n;
   };
   EXPECT_EQ(count("<svg class=\"chart\""), 4u);    // utilization, stalls, hit ratio, queues
-  EXPECT_GE(count("<path class=\"series\""), 6u);  // 2 variants x 3 line charts
+  EXPECT_GE(count("<path class=\"series\""), 4u);  // 2 variants x 2 line charts
+  EXPECT_EQ(count("class=\"epoch-bar\""), 2u);     // 2 variants x 1 epoch, as bars
   {
     std::ifstream result_in(json);  // every variant's verdict, as the run wrote it
     const nlohmann::json result = nlohmann::json::parse(result_in);
