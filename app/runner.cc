@@ -37,8 +37,7 @@ DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
 }
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
-  const SyntheticDataset d{s.dataset.samples, s.dataset.sample_size, s.dataset.sample_size_stdev,
-                           s.seed, s.dataset.classes};
+  const SyntheticDataset d{.dataset = s.dataset, .seed = s.seed};
   switch (s.storage.kind) {
     case StorageKind::kMemory:
       return std::make_unique<MemoryStorage>(d);

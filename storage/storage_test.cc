@@ -119,7 +119,8 @@ TEST(Content, SizesFollowMeanAndStdev) {
 }
 
 TEST(MemoryStorage, DeliversVerifiableBytes) {
-  MemoryStorage s({.samples = 100, .sample_mean = 4096, .sample_stdev = 512, .seed = 9});
+  MemoryStorage s(
+      {.dataset = {.samples = 100, .sample_size = 4096, .sample_size_stdev = 512}, .seed = 9});
   Buffers buf(s, 100);
   std::vector<ReadRequest> reqs = buf.Requests(100);
   Collector c;
@@ -137,7 +138,7 @@ TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
   // Unlimited bandwidth, 2000 concurrent reads: completion time - submit = latency.
   SimulatedStorageOptions o{
       .latency_p50_seconds = 0.020, .latency_p99_seconds = 0.080, .max_inflight = 4000};
-  SimulatedStorage s({.samples = 2000, .sample_mean = 64, .seed = 3}, o);
+  SimulatedStorage s({.dataset = {.samples = 2000, .sample_size = 64}, .seed = 3}, o);
   Buffers buf(s, 2000);
   std::vector<ReadRequest> reqs = buf.Requests(2000);
   Collector c;
@@ -160,7 +161,7 @@ TEST(SimulatedStorage, LatencyQuantilesMatchConfiguration) {
 TEST(SimulatedStorage, BandwidthIsSharedAndEnforced) {
   // 400 reads of 100 kB at 20 MB/s = 2.0 s, however many are in flight.
   SimulatedStorageOptions o{.bandwidth_bytes_per_second = 20e6, .max_inflight = 16};
-  SimulatedStorage s({.samples = 400, .sample_mean = 100000, .seed = 3}, o);
+  SimulatedStorage s({.dataset = {.samples = 400, .sample_size = 100000}, .seed = 3}, o);
   Buffers buf(s, 400);
   std::vector<ReadRequest> reqs = buf.Requests(400);
   Collector c;
@@ -175,7 +176,7 @@ TEST(SimulatedStorage, MaxInflightAndIopsLimitConcurrency) {
   // 10 ms latency, at most 2 in flight: 100 reads take 0.5 s. IOPS 100 would take 1 s.
   SimulatedStorageOptions o{
       .latency_p50_seconds = 0.010, .latency_p99_seconds = 0.010, .max_inflight = 2};
-  SimulatedStorage s({.samples = 100, .sample_mean = 16, .seed = 3}, o);
+  SimulatedStorage s({.dataset = {.samples = 100, .sample_size = 16}, .seed = 3}, o);
   Buffers buf(s, 100);
   std::vector<ReadRequest> reqs = buf.Requests(100);
   Collector c;
@@ -184,7 +185,7 @@ TEST(SimulatedStorage, MaxInflightAndIopsLimitConcurrency) {
   c.WaitFor(100);
   EXPECT_NEAR(std::chrono::duration<double>(c.results.back().at - t0).count(), 0.5, 0.08);
 
-  SimulatedStorage s2({.samples = 100, .sample_mean = 16, .seed = 3},
+  SimulatedStorage s2({.dataset = {.samples = 100, .sample_size = 16}, .seed = 3},
                       {.iops = 100, .max_inflight = 64});
   Collector c2;
   t0 = Clock::now();

@@ -29,9 +29,10 @@ std::string FormatMs(double seconds) { return fmt::format("{:g} ms", seconds * 1
 }  // namespace
 
 SyntheticStorage::SyntheticStorage(const SyntheticDataset& dataset) : dataset_(dataset) {
-  sizes_.resize(dataset.samples);
-  for (uint64_t i = 0; i < dataset.samples; ++i) {
-    sizes_[i] = SampleSizeOf(dataset.seed, i, dataset.sample_mean, dataset.sample_stdev);
+  sizes_.resize(dataset.dataset.samples);
+  for (uint64_t i = 0; i < dataset.dataset.samples; ++i) {
+    sizes_[i] = SampleSizeOf(dataset.seed, i, dataset.dataset.sample_size,
+                             dataset.dataset.sample_size_stdev);
     max_bytes_ = std::max(max_bytes_, sizes_[i]);
   }
 }
@@ -39,7 +40,7 @@ SyntheticStorage::SyntheticStorage(const SyntheticDataset& dataset) : dataset_(d
 uint64_t SyntheticStorage::Key(uint64_t sample) const { return ContentKey(dataset_.seed, sample); }
 
 uint32_t SyntheticStorage::Label(uint64_t sample) const {
-  return LabelOf(Key(sample), dataset_.classes);
+  return LabelOf(Key(sample), dataset_.dataset.classes);
 }
 
 bool SyntheticStorage::Verify(uint64_t sample, std::span<const std::byte> data) const {
@@ -48,17 +49,18 @@ bool SyntheticStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
 
 std::string SyntheticStorage::Fingerprint() const {
   return fmt::format("synthetic v2 seed={} samples={} mean={} stdev={}", dataset_.seed,
-                     dataset_.samples, dataset_.sample_mean, dataset_.sample_stdev);
+                     dataset_.dataset.samples, dataset_.dataset.sample_size,
+                     dataset_.dataset.sample_size_stdev);
 }
 
 // ---------------------------------------------------------------------------------------
 // MemoryStorage
 
 MemoryStorage::MemoryStorage(const SyntheticDataset& dataset) : SyntheticStorage(dataset) {
-  offsets_.resize(dataset.samples + 1);
-  for (uint64_t i = 0; i < dataset.samples; ++i) offsets_[i + 1] = offsets_[i] + sizes_[i];
+  offsets_.resize(dataset.dataset.samples + 1);
+  for (uint64_t i = 0; i < dataset.dataset.samples; ++i) offsets_[i + 1] = offsets_[i] + sizes_[i];
   bytes_ = std::make_unique_for_overwrite<std::byte[]>(offsets_.back());
-  for (uint64_t i = 0; i < dataset.samples; ++i) {
+  for (uint64_t i = 0; i < dataset.dataset.samples; ++i) {
     FillContent(Key(i), {bytes_.get() + offsets_[i], sizes_[i]}, Label(i));
   }
 }
@@ -71,7 +73,7 @@ void MemoryStorage::Submit(std::span<const ReadRequest> requests, ReadCallback* 
 }
 
 std::string MemoryStorage::Describe() const {
-  return fmt::format("memory: {} samples, {:.1f} MiB held in RAM", dataset_.samples,
+  return fmt::format("memory: {} samples, {:.1f} MiB held in RAM", dataset_.dataset.samples,
                      static_cast<double>(offsets_.back()) / (1 << 20));
 }
 
@@ -203,7 +205,7 @@ void SimulatedStorage::Submit(std::span<const ReadRequest> requests, ReadCallbac
 }
 
 std::string SimulatedStorage::Describe() const {
-  std::string s = fmt::format("simulated: {} samples, {}", dataset_.samples,
+  std::string s = fmt::format("simulated: {} samples, {}", dataset_.dataset.samples,
                               FormatRate(options_.bandwidth_bytes_per_second));
   if (options_.latency_p50_seconds > 0) {
     s += fmt::format(", latency p50 {} / p99 {}", FormatMs(options_.latency_p50_seconds),

@@ -23,18 +23,15 @@
 namespace stallscope {
 
 struct SyntheticDataset {
-  uint64_t samples = 0;
-  uint64_t sample_mean = 0;   // bytes
-  uint64_t sample_stdev = 0;  // bytes; 0 = every sample has sample_mean bytes
+  DatasetOptions dataset;  // samples, sample_size (the mean), sample_size_stdev, classes
   uint64_t seed = kDefaultSeed;
-  uint32_t classes = DatasetOptions{}.classes;
 };
 
 // Shared behaviour of the two synthetic storages: sizes, labels, verification.
 class SyntheticStorage : public Storage {
  public:
   explicit SyntheticStorage(const SyntheticDataset& dataset);
-  uint64_t num_samples() const override { return dataset_.samples; }
+  uint64_t num_samples() const override { return dataset_.dataset.samples; }
   uint64_t SampleBytes(uint64_t sample) const override { return sizes_[sample]; }
   uint64_t max_sample_bytes() const override { return max_bytes_; }
   uint32_t Label(uint64_t sample) const override;

@@ -370,9 +370,9 @@ class RecordingDevice final : public Device {
  public:
   explicit RecordingDevice(const SyntheticDataset& d) {
     std::vector<std::byte> w(8);
-    for (uint64_t id = 0; id < d.samples; ++id) {
+    for (uint64_t id = 0; id < d.dataset.samples; ++id) {
       const uint64_t key = ContentKey(d.seed, id);
-      FillContent(key, w, LabelOf(key, d.classes));
+      FillContent(key, w, LabelOf(key, d.dataset.classes));
       uint64_t word;
       std::memcpy(&word, w.data(), 8);
       by_word_[word] = id;
@@ -417,8 +417,7 @@ gpu: {step_time: 0ms}
 run: {epochs: 3, verify: true}
 )");
     auto storage = MakeStorage(s, true);
-    RecordingDevice device(
-        {s.dataset.samples, s.dataset.sample_size, 0, s.seed, s.dataset.classes});
+    RecordingDevice device({.dataset = s.dataset, .seed = s.seed});
     const VariantResult v = RunVariant(s, *storage, device, RunHooks{.quiet = true});
     EXPECT_EQ(v.integrity_errors, 0u) << on_error;
     std::multiset<int64_t> skipped(v.skipped_samples.begin(), v.skipped_samples.end());

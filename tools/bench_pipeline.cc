@@ -124,7 +124,7 @@ int Main(int argc, char** argv) {
       (unsigned long long)o.samples, (unsigned long long)o.size, o.batch, o.workers, o.epochs,
       o.repeat);
 
-  MemoryStorage memory({.samples = o.samples, .sample_mean = o.size, .seed = 1});
+  MemoryStorage memory({.dataset = {.samples = o.samples, .sample_size = o.size}, .seed = 1});
   const double mem_rate = Measure(memory, o, "none");
   std::printf("%-44s %12.0f samples/s  (%.0f MB/s)\n", "1. memory storage, preprocess none",
               mem_rate, mem_rate * o.size / 1e6);
