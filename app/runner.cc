@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "app/budget.h"
 #include "cache/epoch_oracle.h"
 #include "pipeline/sampler.h"
 #include "storage/directory_storage.h"
@@ -52,6 +53,13 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
   CheckRunnable(s);
+  PipelineOptions po = s.pipeline();
+  po.trace = hooks.trace;
+  po.observer = hooks.observer;
+  const RunPlan plan = Pipeline::PlanFor(po, storage);
+  RequireMeasuredSteps(plan, s.run.warmup_steps, s.file);
+  // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
+  if (const auto available = ReadHostMemory()) CheckBudget(s, plan, *available);
   // The sampler's future order: belady's oracle (and only consulted by it).
   const Sampler sampler(storage.num_samples(), s.seed);
   const EpochOrderOracle oracle(
@@ -72,10 +80,6 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
     throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
   }
   Cache& cache = *cache_owner;
-  PipelineOptions po = s.pipeline();
-  po.trace = hooks.trace;
-  po.observer = hooks.observer;
-  RequireMeasuredSteps(Pipeline::PlanFor(po, storage), s.run.warmup_steps, s.file);
   auto pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
   RunRecord record = pipeline->Run();

@@ -50,6 +50,9 @@ struct TierOptions {
   uint64_t capacity = 0;  // bytes; a hard bound
   PolicyKind policy = PolicyKind::kFillOnce;
   bool clear = false;  // disk only: start empty, removing what earlier runs left
+  // memory only: allowed to be larger than the memory available at start (its pages are taken
+  // as it fills); otherwise `run` refuses such a tier (app/budget.h).
+  bool overcommit = false;
   // The simulator's model of a disk tier's reads (`bandwidth`, `latency`: p50, p99 = 4 × p50);
   // a local NVMe drive by default. Real runs read the disk.
   double read_bandwidth = 2e9;   // bytes/s

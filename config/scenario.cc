@@ -108,6 +108,7 @@ void ReadCache(Section s, std::vector<TierOptions>& tiers) {
       o.read_latency = t.Duration("latency", o.read_latency);
       o.policy = t.Enum("policy", o.policy, kPolicyNames);
       o.clear = t.Bool("clear", o.clear);
+      o.overcommit = t.Bool("overcommit", o.overcommit);
       if (o.kind == TierKind::kDisk && o.path.empty()) {
         s.ctx().Fail(list[i], t.Path("path"), "a disk tier needs a path");
       }
@@ -119,11 +120,11 @@ void ReadCache(Section s, std::vector<TierOptions>& tiers) {
 }
 
 void ReadLoader(Section s, LoaderOptions& l) {
-  l.batch_size = s.Integer<uint32_t>("batch_size", l.batch_size, 1);
-  l.prefetch = s.Integer<uint32_t>("prefetch", l.prefetch, 0);
-  l.io.io_depth = s.Integer<uint32_t>("io_depth", l.io.io_depth, 1);
-  l.io.io_threads = s.Integer<uint32_t>("io_threads", l.io.io_threads, 1);
-  l.workers = s.Integer<uint32_t>("workers", l.workers, 1);
+  l.batch_size = s.Integer<uint32_t>("batch_size", l.batch_size, 1, kMaxBatchSize);
+  l.prefetch = s.Integer<uint32_t>("prefetch", l.prefetch, 0, kMaxPrefetch);
+  l.io.io_depth = s.Integer<uint32_t>("io_depth", l.io.io_depth, 1, kMaxIoDepth);
+  l.io.io_threads = s.Integer<uint32_t>("io_threads", l.io.io_threads, 1, kMaxIoThreads);
+  l.workers = s.Integer<uint32_t>("workers", l.workers, 1, kMaxWorkers);
   YAML::Node pre = s.Get("preprocess");
   PreprocessOptions& p = l.preprocess;
   if (pre.IsDefined()) {
@@ -141,7 +142,7 @@ void ReadLoader(Section s, LoaderOptions& l) {
     }
   }
   l.on_error = s.Enum("on_error", l.on_error, kOnErrorNames);
-  l.retries = s.Integer<uint32_t>("retries", l.retries, 0);
+  l.retries = s.Integer<uint32_t>("retries", l.retries, 0, kMaxRetries);
   l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
   l.io.read_timeout = s.Duration("read_timeout", l.io.read_timeout);
   s.Finish();

@@ -82,7 +82,7 @@ class Section {
   const Context& ctx() const { return ctx_; }
 
   template <typename T>
-  T Integer(const std::string& key, T def, T min) {
+  T Integer(const std::string& key, T def, T min, T max = std::numeric_limits<T>::max()) {
     const YAML::Node n = Scalar(key);
     if (!n.IsDefined()) return def;
     const std::string& s = n.Scalar();
@@ -97,6 +97,9 @@ class Section {
     if (static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
       ctx_.Fail(n, Path(key),
                 fmt::format("is too large (at most {})", std::numeric_limits<T>::max()));
+    }
+    if (static_cast<unsigned long long>(v) > max) {
+      ctx_.Fail(n, Path(key), fmt::format("must be at most {}, got {}", max, v));
     }
     return static_cast<T>(v);
   }

@@ -39,6 +39,14 @@ struct PreprocessOptions {
   bool operator==(const PreprocessOptions&) const = default;
 };
 
+// Caps on counts with no sane use beyond them (scenarios/README.md), refused by the parser:
+constexpr uint32_t kMaxBatchSize = (1u << 20) - 1;  // the simulator's token has 20 bits for it
+constexpr uint32_t kMaxPrefetch = 4094;  // slots = prefetch + 1 < 4096 (12 bits of a token)
+constexpr uint32_t kMaxWorkers = 1024;   // threads; far beyond any host's cores
+constexpr uint32_t kMaxIoThreads = 256;  // each holds a ring and an eventfd
+constexpr uint32_t kMaxIoDepth = 4096;   // 4 ring entries per file: within the kernel's 32768
+constexpr uint32_t kMaxRetries = 100;    // backoff doubles to 1 s: 100 retries ≈ 100 s a read
+
 struct LoaderOptions {
   uint32_t batch_size = 256;
   uint32_t prefetch = 4;  // batches prepared ahead of the device

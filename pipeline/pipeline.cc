@@ -67,12 +67,7 @@ std::byte* Pipeline::CopySource(const Slot& slot) const {
   return plan_.normalize ? slot.staged.get() : slot.raw.get();
 }
 
-uint64_t Pipeline::staging_bytes() const {
-  const uint64_t per_slot =
-      plan_.raw_stride * options_.loader.batch_size +
-      (plan_.normalize ? plan_.staged_stride * options_.loader.batch_size : 0);
-  return per_slot * slots_.size();
-}
+uint64_t Pipeline::staging_bytes() const { return plan_.staging_bytes(); }
 
 void Pipeline::Fail(const std::string& message) {
   {

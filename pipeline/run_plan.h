@@ -36,6 +36,12 @@ struct RunPlan {
   uint32_t chunks_per_batch = 0;   // a batch is cut into this many worker chunks
   uint32_t retries = 0;            // retries per failed read (0 unless on_error retry)
 
+  // Staging memory the plan holds: every slot's raw rows and, with float rows, those too.
+  uint64_t staging_bytes() const {
+    return static_cast<uint64_t>(slots) * batch_size *
+           (raw_stride + (normalize ? staged_stride : 0));
+  }
+
   bool operator==(const RunPlan&) const = default;
 };
 

@@ -65,11 +65,10 @@ void CheckSimulatable(const Scenario& s) {
         fmt::format("{} (variant {}): cluster.network_bandwidth: a distributed cache tier needs it",
                     s.file, s.variant));
   }
-  if (s.loader.prefetch + 1 >= 4096 || s.loader.batch_size >= (1u << 20)) {
+  if (s.loader.prefetch > kMaxPrefetch || s.loader.batch_size > kMaxBatchSize) {
     throw BadInput(fmt::format(
-        "{} (variant {}): loader: the simulator takes prefetch below 4095 and batch_size below "
-        "1048576",
-        s.file, s.variant));
+        "{} (variant {}): loader: the simulator takes prefetch up to {} and batch_size up to {}",
+        s.file, s.variant, kMaxPrefetch, kMaxBatchSize));
   }
   if (static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node > (1u << 24)) {
     throw BadInput(

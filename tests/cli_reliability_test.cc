@@ -243,5 +243,58 @@ run: {epochs: 2}
       << "baseline " << base / 1024 << " MiB, peak " << peak / 1024 << " MiB, dataset 312.5 MiB";
 }
 
+// Values that parse but that this host cannot hold (issue #21's table, the rows the start-up
+// budget and the parser's caps cover): each a one-line refusal naming the key, exit 2, fast,
+// nothing run. Sizes are chosen far beyond any host, so the refusal does not depend on this
+// machine's memory.
+TEST_F(Cli, ValuesBeyondThisHostAreRefusedBeforeTheRun) {
+  const std::string s = Write("limits.yaml", R"(name: limits
+dataset: {samples: 8000, sample_size: 16KiB}
+storage: {kind: simulated}
+gpu: {device: emulated, step_time: 1ms}
+run: {epochs: 1}
+)");
+  const struct {
+    std::string set, needle;
+  } rows[] = {
+      {"loader.workers=100000", "loader.workers: must be at most 1024, got 100000"},
+      {"loader.io_threads=5000", "loader.io_threads: must be at most 256, got 5000"},
+      {"loader.prefetch=100000000", "loader.prefetch: must be at most 4094, got 100000000"},
+      {"loader.retries=1000000000", "loader.retries: must be at most 100, got 1000000000"},
+      {"loader.io_depth=1000000", "loader.io_depth: must be at most 4096, got 1000000"},
+      // 16 rows of 64 GiB samples in each of 5 slots, and their float rows: 25 TiB.
+      {"dataset.sample_size=64GiB --set dataset.samples=64 --set loader.batch_size=16",
+       "loader.batch_size × (loader.prefetch + 1) staging needs"},
+      {"'cache.tiers=[{kind: memory, capacity: 1000TiB}]'",
+       "cache.tiers.0.capacity: a memory tier of"},
+  };
+  for (const auto& row : rows) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = Stallscope("run " + s + " --quiet --set " + row.set);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ExpectBadInput(r, row.needle);
+    EXPECT_LT(seconds, 30 * testing::kTimingSlack) << row.set;
+  }
+  // A memory tier larger than this host's available memory (read here from /proc/meminfo) is
+  // refused, and runs when the scenario says it may: its pages are taken only as it fills
+  // (16 samples of 16 KiB, one short epoch).
+  std::ifstream meminfo("/proc/meminfo");
+  std::string word;
+  uint64_t available_kib = 0;
+  while (meminfo >> word && word != "MemAvailable:") {
+  }
+  meminfo >> available_kib;
+  ASSERT_GT(available_kib, 0u);
+  const std::string tier =
+      "'cache.tiers=[{kind: memory, capacity: " + std::to_string(available_kib / 1024 + 1024) +
+      "MiB";
+  const std::string small = " --quiet --set dataset.samples=16 --set loader.batch_size=4 --set ";
+  ExpectBadInput(Stallscope("run " + s + small + tier + "}]'"),
+                 "cache.tiers.0.capacity: a memory tier of");
+  const Result ok = Stallscope("run " + s + small + tier + ", overcommit: true}]'");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
 }  // namespace
 }  // namespace stallscope

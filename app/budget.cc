@@ -1,0 +1,82 @@
+#include "app/budget.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "base/errors.h"
+#include "base/units.h"
+
+namespace stallscope {
+namespace {
+
+// The first whole number in a /proc or /sys file after `key` (or the file's first token
+// when `key` is empty); nullopt when the file or the number is missing ("max" included).
+std::optional<uint64_t> ReadNumber(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string word;
+  if (!key.empty()) {
+    while (in >> word && word != key) {
+    }
+    if (!in) return std::nullopt;
+  }
+  uint64_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
+std::string Binary(uint64_t bytes) { return FormatBinaryBytes(static_cast<double>(bytes)); }
+
+}  // namespace
+
+std::optional<uint64_t> ReadHostMemory() {
+  std::optional<uint64_t> available;
+  if (auto kib = ReadNumber("/proc/meminfo", "MemAvailable:")) available = *kib * 1024;
+  // cgroup v2: this process's group is the root of the unified hierarchy in a container.
+  const auto max = ReadNumber("/sys/fs/cgroup/memory.max", "");
+  const auto current = ReadNumber("/sys/fs/cgroup/memory.current", "");
+  if (max && current) {
+    const uint64_t room = *max > *current ? *max - *current : 0;
+    if (!available || room < *available) available = room;
+  }
+  return available;
+}
+
+RunBudget BudgetOf(const Scenario& s, const RunPlan& plan) {
+  RunBudget b;
+  b.staging_bytes = plan.staging_bytes();
+  for (const TierOptions& t : s.cache_tiers) {
+    if (t.kind == TierKind::kMemory && !t.overcommit) b.ram_tier_bytes += t.capacity;
+  }
+  return b;
+}
+
+void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t available) {
+  const RunBudget b = BudgetOf(s, plan);
+  if (b.staging_bytes > available) {
+    throw BadInput(fmt::format(
+        "{}: loader.batch_size × (loader.prefetch + 1) staging needs {} ({} × {} samples of up "
+        "to {}{}); {} available",
+        s.file, Binary(b.staging_bytes), plan.slots, plan.batch_size, Binary(plan.raw_stride),
+        plan.normalize ? " and their float rows" : "", Binary(available)));
+  }
+  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    const TierOptions& t = s.cache_tiers[i];
+    if (t.kind == TierKind::kMemory && !t.overcommit && t.capacity > available) {
+      throw BadInput(fmt::format(
+          "{}: cache.tiers.{}.capacity: a memory tier of {}; {} available (cache.tiers.{}."
+          "overcommit: true allows it: its pages are taken as it fills)",
+          s.file, i, Binary(t.capacity), Binary(available), i));
+    }
+  }
+  if (b.staging_bytes + b.ram_tier_bytes > available) {
+    throw BadInput(fmt::format("{}: staging ({}) and the memory tiers ({}) need {}; {} available",
+                               s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
+                               Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available)));
+  }
+}
+
+}  // namespace stallscope
