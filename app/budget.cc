@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "base/align.h"
 #include "base/errors.h"
 #include "base/units.h"
+#include "cache/memory_tier.h"
 
 namespace stallscope {
 namespace {
@@ -45,17 +48,30 @@ std::optional<uint64_t> ReadHostMemory() {
   return available;
 }
 
-RunBudget BudgetOf(const Scenario& s, const RunPlan& plan) {
+uint64_t MemoryTierNeed(const TierOptions& t, const RunPlan& plan, uint64_t num_samples,
+                        uint64_t max_sample_bytes) {
+  const uint64_t reads = std::min<uint64_t>(num_samples, plan.total_batches * plan.batch_size);
+  const uint64_t per_sample =
+      RoundUp(std::max<uint64_t>(max_sample_bytes, 1), MemoryTier::BlockBytes(max_sample_bytes));
+  const uint64_t most = reads > t.capacity / per_sample ? t.capacity : reads * per_sample;
+  return std::min(t.capacity, most);
+}
+
+RunBudget BudgetOf(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
+                   uint64_t max_sample_bytes) {
   RunBudget b;
   b.staging_bytes = plan.staging_bytes();
   for (const TierOptions& t : s.cache_tiers) {
-    if (t.kind == TierKind::kMemory && !t.overcommit) b.ram_tier_bytes += t.capacity;
+    if (t.kind == TierKind::kMemory && !t.overcommit) {
+      b.ram_tier_bytes += MemoryTierNeed(t, plan, num_samples, max_sample_bytes);
+    }
   }
   return b;
 }
 
-void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t available) {
-  const RunBudget b = BudgetOf(s, plan);
+void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
+                 uint64_t max_sample_bytes, uint64_t available) {
+  const RunBudget b = BudgetOf(s, plan, num_samples, max_sample_bytes);
   if (b.staging_bytes > available) {
     throw BadInput(fmt::format(
         "{}: loader.batch_size × (loader.prefetch + 1) staging needs {} ({} × {} samples of up "
@@ -65,11 +81,14 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t available) {
   }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     const TierOptions& t = s.cache_tiers[i];
-    if (t.kind == TierKind::kMemory && !t.overcommit && t.capacity > available) {
+    if (t.kind != TierKind::kMemory || t.overcommit) continue;
+    const uint64_t need = MemoryTierNeed(t, plan, num_samples, max_sample_bytes);
+    if (need > available) {
       throw BadInput(fmt::format(
-          "{}: cache.tiers.{}.capacity: a memory tier of {}; {} available (cache.tiers.{}."
-          "overcommit: true allows it: its pages are taken as it fills)",
-          s.file, i, Binary(t.capacity), Binary(available), i));
+          "{}: cache.tiers.{}.capacity: a memory tier of {} would hold {} in this run; {} "
+          "available (cache.tiers.{}.overcommit: true allows it: its pages are taken as it "
+          "fills)",
+          s.file, i, Binary(t.capacity), Binary(need), Binary(available), i));
     }
   }
   if (b.staging_bytes + b.ram_tier_bytes > available) {

@@ -22,14 +22,22 @@ namespace stallscope {
 // when a cgroup limit is set. nullopt when neither can be read (the check is then skipped).
 std::optional<uint64_t> ReadHostMemory();
 
+// What one memory tier can come to hold in this run: its capacity, or all the samples the run
+// reads (min(dataset, steps × batch) of at most `max_sample_bytes`, block-rounded as the tier
+// stores them) when that is less — a 32 GiB tier for 2 GiB of reads holds 2 GiB.
+uint64_t MemoryTierNeed(const TierOptions& tier, const RunPlan& plan, uint64_t num_samples,
+                        uint64_t max_sample_bytes);
+
 struct RunBudget {
   uint64_t staging_bytes = 0;   // slots × batch × (raw row + preprocessed row)
-  uint64_t ram_tier_bytes = 0;  // memory tiers that are not allowed to overcommit
+  uint64_t ram_tier_bytes = 0;  // memory tiers not allowed to overcommit (MemoryTierNeed)
 };
-RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan);
+RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
+                   uint64_t max_sample_bytes);
 
 // Throws BadInput when the run will not fit in `available` bytes, naming the key.
-void CheckBudget(const Scenario& scenario, const RunPlan& plan, uint64_t available);
+void CheckBudget(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
+                 uint64_t max_sample_bytes, uint64_t available);
 
 }  // namespace stallscope
 

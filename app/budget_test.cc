@@ -19,14 +19,17 @@ RunPlan Plan() {
   p.raw_stride = 8192;
   p.staged_stride = 32768;
   p.normalize = true;
+  p.total_batches = 10000000;  // 10^9 reads of 8 KiB: 7.45 TiB, more than any tier here holds
   return p;
 }
+
+constexpr uint64_t kSamples = 1000000000, kMaxSample = 8192;
 
 constexpr uint64_t kStaging = 5ull * 100 * (8192 + 32768);  // 20,480,000 B = 19.5 MiB
 
 std::string Refusal(const Scenario& s, const RunPlan& plan, uint64_t available) {
   try {
-    CheckBudget(s, plan, available);
+    CheckBudget(s, plan, kSamples, kMaxSample, available);
   } catch (const BadInput& e) {
     return e.what();
   }
@@ -38,12 +41,12 @@ TEST(Budget, CountsStagingRowsAndMemoryTiers) {
   s.cache_tiers = {{.kind = TierKind::kMemory, .capacity = 3u << 20},
                    {.kind = TierKind::kDisk, .path = "/tmp/x", .capacity = 7u << 20},
                    {.kind = TierKind::kMemory, .capacity = 5u << 20, .overcommit = true}};
-  const RunBudget b = BudgetOf(s, Plan());
+  const RunBudget b = BudgetOf(s, Plan(), kSamples, kMaxSample);
   EXPECT_EQ(b.staging_bytes, kStaging);
   EXPECT_EQ(b.ram_tier_bytes, 3u << 20);  // not the disk tier, not the overcommitted one
   RunPlan raw = Plan();
   raw.normalize = false;  // rows handed over as read: no float rows
-  EXPECT_EQ(BudgetOf(s, raw).staging_bytes, 5ull * 100 * 8192);
+  EXPECT_EQ(BudgetOf(s, raw, kSamples, kMaxSample).staging_bytes, 5ull * 100 * 8192);
 }
 
 TEST(Budget, RefusesStagingBeyondWhatIsAvailable) {
@@ -63,13 +66,29 @@ TEST(Budget, RefusesAMemoryTierBeyondWhatIsAvailableUnlessOvercommitted) {
   s.cache_tiers = {{.kind = TierKind::kDisk, .path = "/tmp/x", .capacity = 1ull << 40},
                    {.kind = TierKind::kMemory, .capacity = 1ull << 40}};
   const std::string e = Refusal(s, Plan(), 16ull << 30);
-  EXPECT_NE(e.find("tier.yaml: cache.tiers.1.capacity: a memory tier of 1024.00 GiB; 16.00 GiB "
-                   "available"),
+  EXPECT_NE(e.find("tier.yaml: cache.tiers.1.capacity: a memory tier of 1024.00 GiB would hold "
+                   "1024.00 GiB in this run; 16.00 GiB available"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("cache.tiers.1.overcommit: true"), std::string::npos) << e;
   s.cache_tiers[1].overcommit = true;
   EXPECT_EQ(Refusal(s, Plan(), 16ull << 30), "");
+}
+
+TEST(Budget, AMemoryTierHoldsNoMoreThanTheSamplesTheRunReads) {
+  // 10 steps of 100 samples of at most 8 KiB (stored in 256-byte blocks: 8 KiB each): a 1 TiB
+  // tier holds at most 1000 x 8 KiB = 8,192,000 bytes; so does a dataset of 500 samples hold
+  // 500 x 8 KiB.
+  RunPlan p = Plan();
+  p.total_batches = 10;
+  const TierOptions tier{.kind = TierKind::kMemory, .capacity = 1ull << 40};
+  EXPECT_EQ(MemoryTierNeed(tier, p, kSamples, kMaxSample), 1000u * 8192);
+  EXPECT_EQ(MemoryTierNeed(tier, p, 500, kMaxSample), 500u * 8192);
+  EXPECT_EQ(MemoryTierNeed({.kind = TierKind::kMemory, .capacity = 4096}, p, kSamples, kMaxSample),
+            4096u);  // and never more than its capacity
+  Scenario s;
+  s.cache_tiers = {tier};
+  EXPECT_EQ(Refusal(s, p, 16ull << 30), "");
 }
 
 TEST(Budget, RefusesStagingAndTiersTogetherBeyondWhatIsAvailable) {

@@ -16,8 +16,12 @@ Cache::Cache(const Options& o) {
       throw CacheError(key + ".policy: belady needs the sampler's future order (an oracle)");
     }
     if (t.kind == TierKind::kMemory) {
-      tiers_.push_back(std::make_unique<MemoryTier>(t.capacity, t.policy, o.num_samples,
-                                                    o.max_sample_bytes, o.oracle));
+      try {
+        tiers_.push_back(std::make_unique<MemoryTier>(t.capacity, t.policy, o.num_samples,
+                                                      o.max_sample_bytes, o.oracle));
+      } catch (const CacheError& e) {
+        throw CacheError(key + ".capacity: " + e.what());
+      }
     } else if (t.kind == TierKind::kDisk) {
       DiskTierOptions d;
       d.tier = t;
