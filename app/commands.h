@@ -41,6 +41,7 @@ struct SimulateCommandOptions {
   bool against_run = false;       // also run each variant for real and compare idle
   bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
   double au = 0.9;
+  std::string node_profile;       // --node-profile: as --set cluster.node.profile=FILE
 };
 int SimulateCommand(const SimulateCommandOptions& options);
 
@@ -48,6 +49,7 @@ struct SweepCommandOptions {
   std::string scenario;
   std::vector<std::string> variants, sets, grids;
   bool simulate = false;
+  std::string node_profile;  // --node-profile (with --simulate)
   std::string csv;  // default: SCENARIO-NAME-sweep.csv
   std::string json;
   bool quiet = false;
@@ -55,6 +57,15 @@ struct SweepCommandOptions {
 int SweepCommand(const SweepCommandOptions& options);
 
 int ValidateCommand(const std::string& scenario);
+
+struct CalibrateCommandOptions {
+  std::string output;              // -o: the profile file; empty = stdout
+  std::string sample_size = "112KiB";  // the samples the rates are measured on
+  uint32_t image_size = 224;       // jpeg-decode's output side
+  int trials = 7;
+  bool quiet = false;
+};
+int CalibrateCommand(const CalibrateCommandOptions& options);
 
 struct GenCommandOptions {
   std::string dir;

@@ -85,12 +85,23 @@ void Outputs::EndVariant(const Scenario& s) {
   }
 }
 
+nlohmann::json NodeToJson(const NodeOptions& node) {
+  nlohmann::json j = {{"source", node.source}, {"cores", node.cores}, {"memory_bytes", node.memory}};
+  for (const NodeRate& r : kNodeRates) {
+    j[IsFactor(r) ? std::string(r.key) : std::string(r.key) + "_bytes_per_second"] =
+        node.*(r.field);
+  }
+  return j;
+}
+
 int Outputs::Finish(const std::string& scenario_name, const std::string& mode,
-                    const std::vector<VariantResult>& results) {
+                    const std::vector<VariantResult>& results, const nlohmann::json& extra) {
   const bool quiet = options_.quiet;
   std::cout << "\n" << FormatTable(results) << std::flush;
   if (json_out_.is_open()) {
-    json_out_ << ResultDocument(scenario_name, mode, results).dump(2) << "\n";
+    nlohmann::json doc = ResultDocument(scenario_name, mode, results);
+    doc.update(extra);
+    json_out_ << doc.dump(2) << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s\n", options_.json.c_str());
   }
   if (trace()) {

@@ -42,8 +42,10 @@ class Outputs {
 
   // The table on stdout, then the files; lingers for a last scrape. Returns the exit code
   // (128 + the signal when a signal stopped the run).
+  // `extra`: more top-level keys of the result document (the simulator's node).
   int Finish(const std::string& scenario_name, const std::string& mode,
-             const std::vector<VariantResult>& results);
+             const std::vector<VariantResult>& results,
+             const nlohmann::json& extra = nlohmann::json::object());
 
  private:
   const OutputOptions options_;
@@ -55,6 +57,9 @@ class Outputs {
   std::unique_ptr<MetricsServer> server_;
   std::shared_ptr<VariantMetrics> metrics_;  // the current variant's
 };
+
+// The node a simulation charged (DESIGN.md: "node": {"source", ...the rates}).
+nlohmann::json NodeToJson(const NodeOptions& node);
 
 // The cache tiers' names in order, as metrics and the trace label them.
 std::vector<std::string> TierNames(const Scenario& scenario);

@@ -14,8 +14,10 @@
 #include "app/outputs.h"
 #include "app/resolve.h"
 #include "app/runner.h"
+#include "base/units.h"
 #include "report/report.h"
 #include "sim/max_accelerators.h"
+#include "sim/host_model.h"
 #include "sim/simulator.h"
 
 namespace stallscope {
@@ -38,15 +40,18 @@ void WriteJson(const std::string& path, const nlohmann::json& doc) {
   f << doc.dump(2) << "\n";
 }
 
-void PrintHostModel(const HostModel& h) {
+// The node every simulated node is charged as, on the banner: its rates and where they came
+// from.
+void PrintNode(const NodeOptions& n) {
   std::fprintf(stderr,
-               "host model (measured here): %u cores, normalize %.0f MB/s, verify %.0f MB/s, "
-               "memcpy %.0f MB/s (into fresh pages %.0f MB/s), receive %.0f MB/s per core; "
-               "preprocess.cost runs at %.3fx (%.3fx with every core busy)\n",
-               h.cores, h.normalize_bytes_per_second / 1e6, h.verify_bytes_per_second / 1e6,
-               h.memcpy_bytes_per_second / 1e6, h.fresh_write_bytes_per_second / 1e6,
-               h.receive_bytes_per_second / 1e6, h.burn_seconds_per_second,
-               h.burn_all_cores_seconds_per_second);
+               "node model (%s): %u cores; per core normalize %s, verify %s, jpeg decode %s, "
+               "receive %s; memcpy %s (into fresh pages %s); NIC %s, H2D %s per GPU; "
+               "preprocess.cost at %.3fx (%.3fx with every core busy)\n",
+               n.source.c_str(), n.cores, FormatRate(n.normalize).c_str(),
+               FormatRate(n.verify).c_str(), FormatRate(n.jpeg_decode).c_str(),
+               FormatRate(n.receive).c_str(), FormatRate(n.memcpy).c_str(),
+               FormatRate(n.fill).c_str(), FormatRate(n.nic).c_str(), FormatRate(n.h2d).c_str(),
+               n.cost_factor, n.cost_factor_busy);
 }
 
 // `simulate --max-accelerators`: per variant, the largest cluster that keeps AU >= target.
@@ -55,9 +60,11 @@ int SearchMaxAccelerators(const std::vector<Scenario>& scenarios, double target,
   if (!(target > 0 && target <= 1)) {
     throw BadInput(fmt::format("--au {}: expected a fraction in (0, 1], e.g. 0.9", target));
   }
-  Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
+  Simulator simulator;
+  if (!quiet) PrintNode(scenarios[0].cluster.node);
   nlohmann::json doc = {{"scenario", scenarios[0].name},
                         {"mode", "simulate"},
+                        {"node", NodeToJson(scenarios[0].cluster.node)},
                         {"au_target", target},
                         {"variants", nlohmann::json::array()}};
   std::string out;
@@ -100,29 +107,32 @@ int SearchMaxAccelerators(const std::vector<Scenario>& scenarios, double target,
 // side. The simulator's claim is that the idle fractions agree within 3 percentage points.
 int AgainstRun(std::vector<Scenario> scenarios, const std::string& json_path, bool quiet) {
   constexpr double kTolerance = 0.03;
-  for (Scenario& s : scenarios) {
+  for (const Scenario& s : scenarios) {
     if (s.cluster.nodes * s.cluster.gpus_per_node > 1 && !quiet) {
       std::fprintf(
           stderr, "%s: a real run measures one GPU on this host: compared at 1 x 1 (not %u x %u)\n",
           s.variant.c_str(), s.cluster.nodes, s.cluster.gpus_per_node);
     }
-    s = OnThisHost(std::move(s));
+    CheckRunnable(OnThisHost(s, s.cluster.node));
   }
-  for (const Scenario& s : scenarios) CheckRunnable(s);
-  Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
+  Simulator simulator;
   nlohmann::json rows = nlohmann::json::array();
   std::string table = fmt::format("{:<24} {:>10} {:>10} {:>8}  {:<10} {:<10}\n", "variant",
                                   "real idle", "sim idle", "diff", "real", "simulated");
   int within = 0;
   for (const Scenario& s : scenarios) {
     if (!quiet) std::fprintf(stderr, "▶ %s: real run, then simulation\n", s.variant.c_str());
-    const HostModel before = HostModel::Measure(s.dataset.sample_size);
-    std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
-    std::unique_ptr<Device> device = MakeDevice(s);
-    const VariantResult real = RunVariant(s, *storage, *device, RunHooks{.quiet = true});
-    // This minute's speed: measured on both sides of the real run.
-    simulator.set_host(HostModel::Mean(before, HostModel::Measure(s.dataset.sample_size)));
-    const VariantResult sim = simulator.RunVariant(s);
+    // The node is this host, measured on both sides of the real run (this minute's speed: a
+    // shared machine's drifts by several per cent within minutes).
+    const auto measure = [&s] {
+      return MeasureHost(s.dataset.sample_size, s.loader.preprocess.image_size, 3).node;
+    };
+    const NodeOptions before = measure();
+    const Scenario here = OnThisHost(s, before);
+    std::unique_ptr<Storage> storage = MakeStorage(here, quiet);
+    std::unique_ptr<Device> device = MakeDevice(here);
+    const VariantResult real = RunVariant(here, *storage, *device, RunHooks{.quiet = true});
+    const VariantResult sim = simulator.RunVariant(OnThisHost(s, MeanNode(before, measure())));
     const double diff = sim.gpu_idle_fraction - real.gpu_idle_fraction;
     const bool ok = std::abs(diff) <= kTolerance;
     within += ok;
@@ -147,8 +157,8 @@ int AgainstRun(std::vector<Scenario> scenarios, const std::string& json_path, bo
 
 int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o) {
   const bool quiet = o.out.quiet;
-  Simulator simulator(HostModel::Measure(scenarios[0].dataset.sample_size));
-  if (!quiet) PrintHostModel(simulator.host());
+  Simulator simulator;
+  if (!quiet) PrintNode(scenarios[0].cluster.node);
   Outputs outputs(o.out);
   if (!quiet) {
     std::fprintf(stderr, "stallscope simulate: %s (%s), %zu variant(s)\n",
@@ -173,14 +183,16 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o)
     outputs.Record(s, record);
     outputs.EndVariant(s);
   }
-  return outputs.Finish(scenarios[0].name, "simulate", results);
+  return outputs.Finish(scenarios[0].name, "simulate", results,
+                        {{"node", NodeToJson(scenarios[0].cluster.node)}});
 }
 
 }  // namespace
 
 int SimulateCommand(const SimulateCommandOptions& o) {
-  const std::vector<Scenario> scenarios =
-      ResolveVariants(o.run.scenario, o.run.variants, o.run.sets);
+  std::vector<std::string> sets = o.run.sets;
+  if (!o.node_profile.empty()) sets.push_back("cluster.node.profile=" + o.node_profile);
+  const std::vector<Scenario> scenarios = ResolveVariants(o.run.scenario, o.run.variants, sets);
   for (const Scenario& s : scenarios) CheckSimulatable(s);
   if (o.against_run) return AgainstRun(scenarios, o.run.out.json, o.run.out.quiet);
   if (o.max_accelerators) {

@@ -24,7 +24,9 @@ int SweepCommand(const SweepCommandOptions& o) {
   const std::vector<std::string>& grids = o.grids;
   std::vector<std::string> variants = o.variants;
   const ScenarioFile file = ScenarioFile::Load(o.scenario);
-  const std::vector<Override> overrides = ParseSets(o.sets);
+  std::vector<std::string> sets = o.sets;
+  if (!o.node_profile.empty()) sets.push_back("cluster.node.profile=" + o.node_profile);
+  const std::vector<Override> overrides = ParseSets(sets);
   if (grids.empty()) throw BadInput("sweep: give at least one --grid KEY=V1,V2,...");
   std::vector<GridAxis> axes;
   for (const std::string& g : grids) axes.push_back(ParseGridArgument(g));
@@ -56,8 +58,7 @@ int SweepCommand(const SweepCommandOptions& o) {
   if (!csv) throw BadInput(csv_path + ": cannot write the --csv file");
   std::unique_ptr<Simulator> simulator;
   if (simulate) {
-    simulator =
-        std::make_unique<Simulator>(HostModel::Measure(jobs[0].scenario.dataset.sample_size));
+    simulator = std::make_unique<Simulator>();
   }
   std::vector<SweepRow> rows;
   std::vector<VariantResult> named;

@@ -94,6 +94,8 @@ std::string FormatBytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
+std::string FormatRate(double b) { return FormatBytes(b) + "/s"; }
+
 std::string FormatBinaryBytes(double b) {
   if (b >= 1073741824.0) return fmt::format("{:.2f} GiB", b / 1073741824.0);
   if (b >= 1048576.0) return fmt::format("{:.1f} MiB", b / 1048576.0);

@@ -28,6 +28,8 @@ std::string FormatDuration(double seconds);
 std::string FormatBytes(double bytes);
 // Bytes with the binary unit: "107.3 MiB".
 std::string FormatBinaryBytes(double bytes);
+// Bytes per second, decimal: "25.00 GB/s", "180.0 MB/s" (FormatBytes + "/s").
+std::string FormatRate(double bytes_per_second);
 
 }  // namespace stallscope
 

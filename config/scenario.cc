@@ -10,6 +10,7 @@
 
 #include "base/units.h"
 #include "cache/policy.h"
+#include "config/node_profile.h"
 #include "config/yaml_section.h"
 
 namespace stallscope {
@@ -177,7 +178,9 @@ void ReadCluster(Section s, ClusterOptions& c) {
   c.nodes = s.Integer<uint32_t>("nodes", c.nodes, 1);
   c.gpus_per_node = s.Integer<uint32_t>("gpus_per_node", c.gpus_per_node, 1);
   c.network_bandwidth = s.Rate("network_bandwidth", c.network_bandwidth);
-  c.cpus_per_node = s.Integer<uint32_t>("cpus_per_node", c.cpus_per_node, 0);
+  // (cpus_per_node: the older name of node.cores.)
+  c.node.cores = s.Integer<uint32_t>("cpus_per_node", c.node.cores, 1, 1u << 20);
+  ReadNodeSection(Section(s.ctx(), s.Get("node"), s.Path("node")), c.node);
   s.Finish();
 }
 

@@ -24,6 +24,7 @@
 #include "base/errors.h"
 #include "base/seed.h"
 #include "cache/cache.h"
+#include "config/node_options.h"
 #include "gpu/device_options.h"
 #include "pipeline/options.h"
 #include "storage/storage_options.h"
@@ -40,7 +41,7 @@ class ScenarioError : public BadInput {
 struct ClusterOptions {
   uint32_t nodes = 1, gpus_per_node = 1;
   double network_bandwidth = 0;  // bytes/s into each node (the distributed tier's transfers)
-  uint32_t cpus_per_node = 0;    // preprocessing cores per node; 0 = as many as this host has
+  NodeOptions node;              // cluster.node: one client node (config/node_options.h)
 
   bool operator==(const ClusterOptions&) const = default;
 };

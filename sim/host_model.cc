@@ -3,13 +3,17 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "pipeline/preprocess.h"
 #include "storage/content.h"
+#include "storage/generate.h"
+#include "storage/jpeg.h"
 
 namespace stallscope {
 namespace {
@@ -29,95 +33,120 @@ double TimePerCall(F work, double min_seconds) {
   return (t - t0) / calls;
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// How long 1 ms of loader.preprocess.cost takes: the median of `runs` (a preempted run must
+// not set the rate).
+double BurnFactor(int runs, int salt) {
+  const CpuBurner& burner = CpuBurner::Get();
+  volatile uint64_t sink = 0;
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const double t0 = MonotonicSeconds();
+    sink = sink + burner.Burn(1e-3, salt + i);
+    t.push_back(MonotonicSeconds() - t0);
+  }
+  return Median(t) / 1e-3;
+}
+
+// The same with every core burning at once: virtual cores that share a physical one (or a
+// busy host) run slower together than alone.
+double BusyBurnFactor(uint32_t cores, double alone) {
+  if (cores <= 1) return alone;
+  std::vector<double> each(cores, 0);
+  std::vector<std::thread> threads;
+  for (uint32_t c = 0; c < cores; ++c) {
+    threads.emplace_back([&each, c] { each[c] = BurnFactor(21, 100); });
+  }
+  for (auto& t : threads) t.join();
+  return std::max(alone, Median(each));
+}
+
+// Copies into never-touched memory (a RAM tier filling its arena): page faults included.
+double FreshWriteRate(const std::vector<std::byte>& raw) {
+  const uint64_t n = raw.size();
+  const uint64_t region = 64ULL << 20;
+  void* p = mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 1e9;
+  madvise(p, region, MADV_HUGEPAGE);  // as the RAM tier's arena (cache/memory_tier.cc)
+  auto* dst = static_cast<std::byte*>(p);
+  const double t0 = MonotonicSeconds();
+  for (uint64_t off = 0; off + n <= region; off += n) std::memcpy(dst + off, raw.data(), n);
+  const double rate = static_cast<double>(region / n * n) / (MonotonicSeconds() - t0);
+  munmap(p, region);
+  return rate;
+}
+
 }  // namespace
 
-HostModel HostModel::Measure(uint64_t sample_bytes) {
-  HostModel h;
+HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int trials) {
+  HostMeasurement m;
+  m.trials = std::max(trials, 1);
+  NodeOptions& h = m.node;
   h.cores = std::max(1u, std::thread::hardware_concurrency());
+  h.nic = 1e12;
   const uint64_t n = std::clamp<uint64_t>(sample_bytes, 4096, 16 << 20);
   std::vector<std::byte> raw(n), copy(n);
   std::vector<float> floats(n);
   const uint64_t key = ContentKey(1, 1);
   FillContent(key, raw, 7);
+  const int side = static_cast<int>(std::max<uint32_t>(image_size, 8) * 256 / 224);
+  const std::vector<std::byte> jpeg = SampleJpeg(3, key, side, side, 90);
+  JpegDecoder decoder;
+  RgbImage scratch;
+  std::vector<float> pixels(JpegSampleFloats(static_cast<int>(image_size)));
   volatile bool ok = true;
-  const double normalize = TimePerCall([&] { NormalizeBytes(raw.data(), n, floats.data()); }, 0.03);
-  const double verify = TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.03);
-  const double copy_s = TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.02);
-  const double fill = TimePerCall([&] { FillContent(key, copy, 7); }, 0.02);
-  h.receive_bytes_per_second = n / fill;
-  // The calibrated CPU work of loader.preprocess.cost, as it runs: how long 1 ms takes.
-  const CpuBurner& burner = CpuBurner::Get();
-  volatile uint64_t sink = 0;
-  // The median of 41 runs: a preempted run (a shared machine) must not set the rate.
-  std::vector<double> burns;
-  for (int i = 0; i < 41; ++i) {
-    const double t0 = MonotonicSeconds();
-    sink = sink + burner.Burn(1e-3, 3 + i);
-    burns.push_back(MonotonicSeconds() - t0);
+  std::map<std::string, std::vector<double>> runs;
+  for (int t = 0; t < m.trials; ++t) {
+    runs["normalize"].push_back(
+        n / TimePerCall([&] { NormalizeBytes(raw.data(), n, floats.data()); }, 0.01));
+    runs["verify"].push_back(n / TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.01));
+    runs["memcpy"].push_back(
+        n / TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.005));
+    // Landing a read's bytes: the simulated storage generates them on the receiving thread.
+    runs["receive"].push_back(n / TimePerCall([&] { FillContent(key, copy, 7); }, 0.005));
+    runs["jpeg_decode"].push_back(jpeg.size() / TimePerCall(
+                                                    [&] {
+                                                      ok = ok && DecodeJpegSample(
+                                                                     decoder, scratch, jpeg.data(),
+                                                                     jpeg.size(), image_size,
+                                                                     pixels.data(), nullptr);
+                                                    },
+                                                    0.01));
+    runs["fill"].push_back(FreshWriteRate(raw));
+    const double alone = BurnFactor(15, 3 + t);
+    runs["cost_factor"].push_back(alone);
+    runs["cost_factor_busy"].push_back(BusyBurnFactor(h.cores, alone));
   }
-  std::nth_element(burns.begin(), burns.begin() + 20, burns.end());
-  h.burn_seconds_per_second = burns[20] / 1e-3;
-  // The same with every core burning at once: virtual cores that share a physical one (or a
-  // busy host) run slower together than alone.
-  if (h.cores > 1) {
-    std::vector<double> each(h.cores, 0);
-    std::vector<std::thread> threads;
-    for (uint32_t c = 0; c < h.cores; ++c) {
-      threads.emplace_back([&burner, &each, c] {
-        std::vector<double> mine;
-        volatile uint64_t local = 0;
-        for (int i = 0; i < 21; ++i) {
-          const double t0 = MonotonicSeconds();
-          local = local + burner.Burn(1e-3, 100 + i);
-          mine.push_back(MonotonicSeconds() - t0);
-        }
-        std::nth_element(mine.begin(), mine.begin() + 10, mine.end());
-        each[c] = mine[10];
-      });
-    }
-    for (auto& t : threads) t.join();
-    std::sort(each.begin(), each.end());
-    h.burn_all_cores_seconds_per_second =
-        std::max(h.burn_seconds_per_second, each[each.size() / 2] / 1e-3);
-  } else {
-    h.burn_all_cores_seconds_per_second = h.burn_seconds_per_second;
+  for (const NodeRate& r : kNodeRates) {
+    const auto it = runs.find(r.key);
+    if (it == runs.end()) continue;
+    const double med = Median(it->second);
+    h.*(r.field) = med;
+    const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
+    m.spread[r.key] = med > 0 ? (*hi - *lo) / med : 0;
   }
-  // Copies into never-touched memory (a RAM tier filling its arena): page faults included.
-  {
-    const uint64_t region = 64ULL << 20;
-    std::vector<double> rates;
-    for (int i = 0; i < 3; ++i) {
-      void* p = mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) break;
-      madvise(p, region, MADV_HUGEPAGE);  // as the RAM tier's arena (cache/memory_tier.cc)
-      auto* dst = static_cast<std::byte*>(p);
-      const double t0 = MonotonicSeconds();
-      for (uint64_t off = 0; off + n <= region; off += n) std::memcpy(dst + off, raw.data(), n);
-      rates.push_back(static_cast<double>(region / n * n) / (MonotonicSeconds() - t0));
-      munmap(p, region);
-    }
-    std::sort(rates.begin(), rates.end());
-    h.fresh_write_bytes_per_second = rates.empty() ? 1e9 : rates[rates.size() / 2];
-  }
-  h.normalize_bytes_per_second = n / normalize;
-  h.verify_bytes_per_second = n / verify;
-  h.memcpy_bytes_per_second = n / copy_s;
-  return h;
+  h.cost_factor_busy = std::max(h.cost_factor_busy, h.cost_factor);
+  h.source = "measured on this host, " + UtcNow();
+  return m;
 }
 
-HostModel HostModel::Mean(const HostModel& a, const HostModel& b) {
-  HostModel m = a;
-  auto mean = [](double x, double y) { return (x + y) / 2; };
-  m.normalize_bytes_per_second = mean(a.normalize_bytes_per_second, b.normalize_bytes_per_second);
-  m.verify_bytes_per_second = mean(a.verify_bytes_per_second, b.verify_bytes_per_second);
-  m.memcpy_bytes_per_second = mean(a.memcpy_bytes_per_second, b.memcpy_bytes_per_second);
-  m.burn_seconds_per_second = mean(a.burn_seconds_per_second, b.burn_seconds_per_second);
-  m.burn_all_cores_seconds_per_second =
-      mean(a.burn_all_cores_seconds_per_second, b.burn_all_cores_seconds_per_second);
-  m.fresh_write_bytes_per_second =
-      mean(a.fresh_write_bytes_per_second, b.fresh_write_bytes_per_second);
-  m.receive_bytes_per_second = mean(a.receive_bytes_per_second, b.receive_bytes_per_second);
+NodeOptions MeanNode(const NodeOptions& a, const NodeOptions& b) {
+  NodeOptions m = a;
+  for (const NodeRate& r : kNodeRates) m.*(r.field) = (a.*(r.field) + b.*(r.field)) / 2;
   return m;
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 }  // namespace stallscope

@@ -1,37 +1,41 @@
-// HostModel: what CPU work costs on a host, as the simulator charges it (sim/simulator.h): the
-// rates of bytes→float normalization, content verification, memcpy, copying into fresh pages,
-// landing a read's bytes, and the calibrated CPU work of loader.preprocess.cost.
+// Measuring this host as a node (config/node_options.h): what the pipeline's CPU work costs
+// here — bytes→float normalization, content verification, JPEG decode at an image size,
+// memcpy, copying into fresh pages, landing a read's bytes, and the calibrated CPU work of
+// loader.preprocess.cost — each the median of repeated trials, with its spread.
+// `stallscope calibrate` saves it as a profile; `simulate --against-run` and the simulator's
+// validation measure it next to the real runs they compare with. A simulation never measures
+// the host on its own.
 //
-// Thread-safety: a plain value; Measure() uses the calling thread (and, briefly, every core).
+// Thread-safety: MeasureHost uses the calling thread (and, briefly, every core).
 #ifndef STALLSCOPE_SIM_HOST_MODEL_H_
 #define STALLSCOPE_SIM_HOST_MODEL_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
+
+#include "config/node_options.h"
 
 namespace stallscope {
 
-// What CPU work costs on this host (measured by Measure(), or set by a test). The defaults
-// charge nothing (1e12 B/s).
-struct HostModel {
-  uint32_t cores = 1;                        // std::thread::hardware_concurrency()
-  double normalize_bytes_per_second = 1e12;  // NormalizeBytes: input bytes per second
-  double verify_bytes_per_second = 1e12;     // Storage::Verify on synthetic content
-  double memcpy_bytes_per_second = 1e12;     // a RAM-tier hit's copy; the emulated device's copy
-  double burn_seconds_per_second = 1;        // what 1 s of loader.preprocess.cost takes
-  double burn_all_cores_seconds_per_second = 1;  // the same with every core busy
-  double fresh_write_bytes_per_second = 1e12;    // copying into never-touched memory (a RAM tier)
-  // Landing a storage read's bytes on the receiving thread (the simulated storage generates
-  // them there; a real network or disk path copies them): bytes per second.
-  double receive_bytes_per_second = 1e12;
-  // Measures the rates on buffers of `sample_bytes` (at most 16 MiB); takes about 0.1 s.
-  static HostModel Measure(uint64_t sample_bytes);
-  // The mean of two measurements (e.g. taken before and after a real run it is compared with).
-  static HostModel Mean(const HostModel& a, const HostModel& b);
+struct HostMeasurement {
+  NodeOptions node;                      // medians; source "measured on this host, DATE"
+  std::map<std::string, double> spread;  // by rate key: (max − min) / median over the trials
+  int trials = 0;
 };
 
-// The pinned host-to-device rate charged for a `gpu.device: cuda` copy: measured on the H200
-// (docs/gpu, bench_h2d: 52.3 GB/s through the pipeline).
-constexpr double kSimulatedH2DBytesPerSecond = 52.3e9;
+// Measures this host's rates on samples of `sample_bytes` (clamped to 4 KiB … 16 MiB) and JPEG
+// decode to `image_size` (of gen's images, image_size × 256 / 224 pixels square). `nic` is
+// not measured (a real run here reads local or in-process storage: 1 TB/s), `h2d` keeps its
+// default and `memory` is left to the caller. About 0.1 s per trial.
+HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int trials);
+
+// The mean of two measurements' rates (e.g. taken before and after a real run it is compared
+// with).
+NodeOptions MeanNode(const NodeOptions& a, const NodeOptions& b);
+
+// UTC now as 2026-12-01T03:10:00Z.
+std::string UtcNow();
 
 }  // namespace stallscope
 

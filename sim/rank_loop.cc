@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/errors.h"
+#include "base/units.h"
 #include "storage/content.h"
 #include "storage/directory_storage.h"
 #include "storage/synthetic.h"
@@ -108,12 +109,13 @@ void RankLoop::Setup() {
       n_, s_.run.epochs,
       [this](uint64_t epoch, std::vector<uint64_t>& out) { sampler_->Order(epoch, out); });
 
-  // Host costs.
-  // `cuda` is charged the H200's pinned copy rate; `emulated` and `auto` this host's memcpy
-  // (what `auto` runs on a host without a GPU).
+  // The node's costs. `cuda` copies at node.h2d; `emulated` and `auto` (what `auto` runs on a
+  // host without a GPU) at the node's memcpy.
   const bool emulated = s_.gpu.device != DeviceKind::kCuda;
-  copy_rate_ = emulated ? host_.memcpy_bytes_per_second : kSimulatedH2DBytesPerSecond;
-  device_name_ = emulated ? "simulated: emulated" : "simulated: cuda (H2D 52.3 GB/s)";
+  copy_rate_ = emulated ? node_.memcpy : node_.h2d;
+  device_name_ = emulated ? "simulated: emulated"
+                          : fmt::format("simulated: cuda (H2D {})", FormatRate(node_.h2d));
+  nic_ = s_.storage.kind == StorageKind::kSimulated ? node_.nic : 0;
 
   // Storage: one model shared by every rank.
   memory_storage_ = s_.storage.kind == StorageKind::kMemory;
@@ -128,7 +130,7 @@ void RankLoop::Setup() {
                                                      : kPeers);
   }
   const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
-  const uint32_t cores = c.cpus_per_node > 0 ? c.cpus_per_node : host_.cores;
+  const uint32_t cores = node_.cores;
   cores_ = cores;
   nodes_.resize(c.nodes);
   for (uint32_t k = 0; k < c.nodes; ++k) {
@@ -324,13 +326,13 @@ void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
     if (found >= 0 && tier_kind_[found] == kRamTier) {
       part.cache_hits[found]++;
       part.cache_bytes[found] += sizes_[id];
-      copy_seconds += sizes_[id] / host_.memcpy_bytes_per_second;
+      copy_seconds += sizes_[id] / node_.memcpy;
       continue;
     }
     if (found < 0 && memory_storage_) {
       // MemoryStorage copies inside Submit, on the fetcher's thread.
-      copy_seconds += sizes_[id] / host_.memcpy_bytes_per_second;
-      copy_seconds += AdmitLocal(r, id, slot.access[i], local) / host_.fresh_write_bytes_per_second;
+      copy_seconds += sizes_[id] / node_.memcpy;
+      copy_seconds += AdmitLocal(r, id, slot.access[i], local) / node_.fill;
       part.storage_bytes += sizes_[id];
       part.storage_reads++;
       continue;
@@ -414,13 +416,24 @@ void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
       return;
     }
   }
+  // A shared storage's bytes come through the node's NIC: a FIFO at node.nic whose transfer
+  // of a read may overlap the storage's own (so an idle NIC adds nothing), never faster.
+  double arrived = c.time;
+  if (tier < 0 && c.result > 0 && nic_ > 0) {
+    Node& node = nodes_[rk.node];
+    const double pass = static_cast<double>(c.result) / nic_;
+    node.nic_free = std::max(node.nic_free, c.time - pass) + pass;
+    usage_.nic_seconds += pass;
+    arrived = std::max(arrived, node.nic_free);
+  }
   // Completions are handed over one at a time on the rank's receiving thread (the storage's
-  // completion thread in a real run): it lands the bytes (receive_bytes_per_second) and
-  // copies admitted ones into the RAM tier (fresh arena pages, so at the first-touch rate).
-  // Later completions wait behind it.
-  double cost = admitted / host_.fresh_write_bytes_per_second;
-  if (tier < 0 && c.result > 0) cost += c.result / host_.receive_bytes_per_second;
-  const double received = std::max(c.time, rk.receiver_free) + cost;
+  // completion thread in a real run): it lands the bytes (node.receive) and copies admitted
+  // ones into the RAM tier (fresh arena pages, so at node.fill). Later completions wait
+  // behind it.
+  double cost = admitted / node_.fill;
+  if (tier < 0 && c.result > 0) cost += c.result / node_.receive;
+  usage_.cpu_receive += cost;
+  const double received = std::max(arrived, rk.receiver_free) + cost;
   rk.receiver_free = received;
   if (received > c.time) {
     Push(received, kReceived, r, c.token);

@@ -24,7 +24,6 @@
 #include "config/scenario.h"
 #include "pipeline/run_plan.h"
 #include "pipeline/sampler.h"
-#include "sim/host_model.h"
 #include "sim/sim_tier.h"
 #include "sim/simulator.h"
 #include "storage/storage_model.h"
@@ -47,9 +46,10 @@ RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_samp
 
 class RankLoop {
  public:
-  // `host` and `disks` are borrowed and must outlive the RankLoop.
-  RankLoop(const HostModel& host, DiskPolicies& disks, const Scenario& s)
-      : host_(host), disks_(disks), s_(s) {}
+  // `disks` and `s` are borrowed and must outlive the RankLoop. Every node is charged at
+  // s.cluster.node's rates.
+  RankLoop(DiskPolicies& disks, const Scenario& s)
+      : node_(s.cluster.node), disks_(disks), s_(s) {}
 
   SimulationResult Go();
 
@@ -105,6 +105,7 @@ class RankLoop {
     uint32_t free_cores = 0;
     std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
     int disk_model = -1, nic_model = -1;
+    double nic_free = 0;  // when the NIC has passed on the storage bytes it was given
     uint32_t next_rank = 0;  // round-robin start when a core frees
   };
 
@@ -137,9 +138,9 @@ class RankLoop {
 
   void FetchDone(uint32_t r, int sl, double t);
 
-  // CPU seconds of preprocessing sample i of a slot; `slowdown` is the calibrated work's
-  // speed with the node's cores as busy as they are now.
-  double SampleCost(const Slot& slot, uint32_t i, double slowdown) const;
+  // CPU seconds of preprocessing sample i of a slot (counted in usage_); `slowdown` is the
+  // calibrated work's speed with the node's cores as busy as they are now.
+  double SampleCost(const Slot& slot, uint32_t i, double slowdown);
 
   // Idle workers take chunks of fetched batches while the node has a free core; ranks of the
   // node take turns.
@@ -164,7 +165,7 @@ class RankLoop {
 
   void Finish(SimulationResult& out);
 
-  const HostModel& host_;
+  const NodeOptions& node_;
   DiskPolicies& disks_;
   const Scenario& s_;
 
@@ -177,6 +178,7 @@ class RankLoop {
   RunPlan plan_;
   uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
+  double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way
   std::string device_name_;
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<EpochOrderOracle> oracle_;
@@ -199,6 +201,7 @@ class RankLoop {
   uint64_t device_batch_ = 0, steps_done_ = 0;
   bool step_running_ = false;
   double end_ = 0, worker_busy_ = 0, copy_seconds_ = 0;
+  NodeUsage usage_;
   uint64_t read_errors_ = 0, distributed_hits_ = 0, distributed_misses_ = 0;
   bool failed_ = false;
   std::string error_;

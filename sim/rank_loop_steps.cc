@@ -9,13 +9,19 @@
 
 namespace stallscope {
 
-double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) const {
+double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) {
   if (slot.dropped[i]) return 0;
   const double bytes = static_cast<double>(sizes_[slot.ids[i]]);
-  double c = s_.loader.preprocess.cost * slowdown;
-  if (plan_.verify) c += bytes / host_.verify_bytes_per_second;
-  if (plan_.normalize) c += bytes / host_.normalize_bytes_per_second;
-  return c;
+  const double cost = s_.loader.preprocess.cost * slowdown;
+  const double verify = plan_.verify ? bytes / node_.verify : 0;
+  // jpeg-decode's normalization is part of its decode rate.
+  const double jpeg = plan_.jpeg ? bytes / node_.jpeg_decode : 0;
+  const double normalize = plan_.normalize && !plan_.jpeg ? bytes / node_.normalize : 0;
+  usage_.cpu_cost += cost;
+  usage_.cpu_verify += verify;
+  usage_.cpu_jpeg += jpeg;
+  usage_.cpu_normalize += normalize;
+  return cost + verify + jpeg + normalize;
 }
 
 void RankLoop::DispatchWorkers(uint32_t k, double t) {
@@ -39,12 +45,11 @@ void RankLoop::DispatchWorkers(uint32_t k, double t) {
     const uint32_t begin = std::min(slot.count, chunk * per);
     const uint32_t end = std::min(slot.count, begin + per);
     // Between the one-core and all-cores speeds, by how many cores are busy with this one.
-    const HostModel& h = host_;
+    const NodeOptions& h = node_;
     const double busy = static_cast<double>(cores_ - node.free_cores + 1);
     const double share = cores_ > 1 ? std::min(1.0, (busy - 1) / (cores_ - 1)) : 0.0;
     const double slowdown =
-        h.burn_seconds_per_second +
-        share * (h.burn_all_cores_seconds_per_second - h.burn_seconds_per_second);
+        h.cost_factor + share * (h.cost_factor_busy - h.cost_factor);
     double cost = 0;
     for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i, slowdown);
     worker_busy_ += cost;
@@ -169,6 +174,8 @@ void RankLoop::Finish(SimulationResult& out) {
   if (!records_.empty()) records_.back().copy_seconds = copy_seconds_ / R;
   rec.batches = std::move(records_);
   rec.worker_busy_seconds = worker_busy_;
+  out.usage = usage_;
+  out.usage.seconds = end_;
   rec.preprocess_stage = plan_.preprocess_stage;
   uint64_t delivered = 0;
   for (const BatchRecord& b : rec.batches) delivered += b.samples - b.skipped;

@@ -5,15 +5,16 @@
 #include <algorithm>
 
 #include "base/errors.h"
+#include "base/units.h"
 #include "sim/rank_loop.h"
 
 namespace stallscope {
 
-Simulator::Simulator(const HostModel& host) : host_(host) {}
+Simulator::Simulator() = default;
 Simulator::~Simulator() = default;
 
 SimulationResult Simulator::Run(const Scenario& scenario) {
-  RankLoop run(host_, disks_, scenario);
+  RankLoop run(disks_, scenario);
   return run.Go();
 }
 
@@ -23,6 +24,8 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats, R
   if (r.record.failed) throw RunFailed(s.variant + ": " + r.record.error);
   VariantResult v = Analyze(s.variant, r.record, r.inputs);
   v.gpus = r.stats.ranks;
+  const std::string binding = NodeBinding(s, v, r.usage);
+  if (!binding.empty()) v.bottleneck_text += "; " + binding;
   v.gpu_hour_cost = s.gpu_hour_cost;
   if (record) *record = std::move(r.record);
   return v;
@@ -35,10 +38,50 @@ RunPlan Simulator::PlanFor(const Scenario& s) {
                   d.can_verify);
 }
 
-Scenario OnThisHost(Scenario s) {
+std::string NodeBinding(const Scenario& s, const VariantResult& v, const NodeUsage& u) {
+  if (u.seconds <= 0) return "";
+  const double nodes = s.cluster.nodes;
+  const double ranks = nodes * s.cluster.gpus_per_node;
+  const NodeOptions& node = s.cluster.node;
+  if (v.bottleneck_stage == "fetch") {
+    const double nic = u.nic_seconds / (nodes * u.seconds);
+    if (nic >= 0.9) {
+      return fmt::format("node NIC: {} into each node (cluster.node.nic), busy {:.0f}% of the run",
+                         FormatRate(node.nic), nic * 100);
+    }
+    const double receive = u.cpu_receive / (ranks * u.seconds);
+    if (receive >= 0.9) {
+      return fmt::format(
+          "node CPU: landing received bytes ({} per core, cluster.node.receive), each rank's "
+          "receiving thread busy {:.0f}% of the run",
+          FormatRate(node.receive), receive * 100);
+    }
+    return "";
+  }
+  if (v.bottleneck_stage == "preprocess") {
+    const double work = u.cpu_normalize + u.cpu_verify + u.cpu_jpeg + u.cpu_cost;
+    const double busy = work / (nodes * node.cores * u.seconds);
+    if (busy < 0.85 || work <= 0) return "";
+    const std::pair<double, const char*> parts[] = {{u.cpu_jpeg, "jpeg decode"},
+                                                    {u.cpu_normalize, "normalize"},
+                                                    {u.cpu_verify, "verify"},
+                                                    {u.cpu_cost, "loader.preprocess.cost"}};
+    const auto top = *std::max_element(std::begin(parts), std::end(parts));
+    return fmt::format(
+        "node CPU: {} ({:.0f}% of the workers' CPU time; {} cores per node busy {:.0f}% of the "
+        "run, cluster.node.cores)",
+        top.second, top.first / work * 100, node.cores, busy * 100);
+  }
+  if (v.bottleneck_stage == "transfer" && s.gpu.device == DeviceKind::kCuda) {
+    return fmt::format("node H2D: {} per GPU (cluster.node.h2d)", FormatRate(node.h2d));
+  }
+  return "";
+}
+
+Scenario OnThisHost(Scenario s, const NodeOptions& host) {
   s.cluster.nodes = 1;
   s.cluster.gpus_per_node = 1;
-  s.cluster.cpus_per_node = 0;  // this host's cores
+  s.cluster.node = host;
   s.gpu.device = DeviceKind::kEmulated;
   if (s.has_distributed_tier()) s.cache_tiers.pop_back();
   return s;
@@ -59,6 +102,15 @@ void CheckSimulatable(const Scenario& s) {
           "{} (variant {}): cache.tiers.{}.bandwidth: a disk tier's read rate must be positive",
           s.file, s.variant, i));
     }
+  }
+  uint64_t ram = 0;
+  for (const TierOptions& t : s.cache_tiers) ram += t.kind == TierKind::kMemory ? t.capacity : 0;
+  if (ram > s.cluster.node.memory) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): cluster.node.memory: the RAM cache tiers need {} per node, the node "
+        "has {}",
+        s.file, s.variant, FormatBinaryBytes(static_cast<double>(ram)),
+        FormatBinaryBytes(static_cast<double>(s.cluster.node.memory))));
   }
   if (s.has_distributed_tier() && s.cluster.network_bandwidth <= 0) {
     throw BadInput(

@@ -13,9 +13,13 @@
 //     staging slots freed when the copy is done), the worker pool (chunks of a batch, workers
 //     per rank, cores per node), the copy (in order, at most one batch ahead of the device),
 //     the step (emulated: step_time).
-// CPU work is not run but charged at rates measured on this host at start-up (HostModel):
-// bytes→float normalization, content verification, memcpy (RAM-tier hits and the emulated
-// device's copy); `loader.preprocess.cost` is charged as written.
+// CPU work is not run but charged at the rates of the scenario's node (cluster.node,
+// config/node_options.h): bytes→float normalization, content verification, JPEG decode,
+// landing received bytes, memcpy (RAM-tier hits and the emulated device's copy), copying into
+// a RAM tier; `loader.preprocess.cost` at the node's cost factor. Storage reads pass through
+// the node's NIC (a FIFO at node.nic that may overlap the storage's own transfer); the CUDA
+// device's copy runs at node.h2d. Nothing here measures the host: the same scenario gives the
+// same result every time.
 //
 // Cluster (cluster.nodes × cluster.gpus_per_node ranks): each rank has its own loader and a
 // strided shard of every epoch (rank r reads positions r, r + R, …; the remainder of n / R is
@@ -46,7 +50,6 @@
 #include "pipeline/analysis.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/run_plan.h"
-#include "sim/host_model.h"
 
 namespace stallscope {
 
@@ -61,15 +64,24 @@ struct SimulationStats {
 // variant naming the same path starts warm).
 using DiskPolicies = std::map<std::string, std::unique_ptr<EvictionPolicy>>;
 
+// What the simulated nodes' resources did, summed over nodes (for naming the one that binds).
+struct NodeUsage {
+  double seconds = 0;      // the simulated run's length
+  double nic_seconds = 0;  // the NICs' busy time passing storage bytes on
+  // The workers' CPU seconds by the work they did, and the receiving threads'.
+  double cpu_normalize = 0, cpu_verify = 0, cpu_jpeg = 0, cpu_cost = 0, cpu_receive = 0;
+};
+
 struct SimulationResult {
   RunRecord record;       // as a real run's, merged over ranks
   AnalysisInputs inputs;  // for Analyze(): batch and workers summed over ranks
   SimulationStats stats;
+  NodeUsage usage;
 };
 
 class Simulator {
  public:
-  explicit Simulator(const HostModel& host);
+  Simulator();
   ~Simulator();
 
   // Simulates one resolved scenario (one variant). Throws BadInput (pipeline/runner.h) for
@@ -84,22 +96,23 @@ class Simulator {
   // function, pipeline/run_plan.h, over a rank's shard). Throws BadInput as Run() does.
   static RunPlan PlanFor(const Scenario& scenario);
 
-  const HostModel& host() const { return host_; }
-  // Replaces the host model (a validation re-measures it next to each real run: a shared
-  // machine's speed drifts by several per cent within minutes).
-  void set_host(const HostModel& host) { host_ = host; }
   // Forgets the disk tiers earlier variants left (each --max-accelerators trial starts cold).
   void ForgetDisks() { disks_.clear(); }
 
  private:
-  HostModel host_;
   // Disk tiers' policies by "path|dataset|node", kept between variants.
   DiskPolicies disks_;
 };
 
 // The scenario as a real run on this host can measure it, for validating the simulator: one
-// node with one GPU, on the emulated device, without the distributed tier (no peers).
-Scenario OnThisHost(Scenario scenario);
+// node with one GPU, on the emulated device, without the distributed tier (no peers), the node
+// being `host` (sim/host_model.h: measured here).
+Scenario OnThisHost(Scenario scenario, const NodeOptions& host);
+
+// The node resource that binds, in words, when one does ("node NIC: ...", "node CPU: jpeg
+// decode ..."); empty otherwise. Appended to the verdict by RunVariant.
+std::string NodeBinding(const Scenario& scenario, const VariantResult& result,
+                        const NodeUsage& usage);
 
 // Throws BadInput (exit 2) for a scenario the simulator cannot run, naming the key.
 void CheckSimulatable(const Scenario& scenario);

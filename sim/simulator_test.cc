@@ -11,17 +11,17 @@
 namespace stallscope {
 namespace {
 
-// Fixed host costs, so the tests do not depend on this machine's speed.
-HostModel TestHost() {
-  HostModel h;
+// A fixed node, so the tests do not depend on this machine's speed (or the defaults').
+NodeOptions TestNode() {
+  NodeOptions h;
   h.cores = 64;
-  h.normalize_bytes_per_second = 2e9;
-  h.verify_bytes_per_second = 4e9;
-  h.memcpy_bytes_per_second = 20e9;
-  h.fresh_write_bytes_per_second = 5e9;
-  h.receive_bytes_per_second = 1e12;
-  h.burn_seconds_per_second = h.burn_all_cores_seconds_per_second =
-      1;  // the closed forms assume nothing but the storage model
+  h.normalize = 2e9;
+  h.verify = 4e9;
+  h.memcpy = 20e9;
+  h.fill = 5e9;
+  h.receive = 1e12;
+  h.nic = 1e12;
+  h.cost_factor = h.cost_factor_busy = 1;  // the closed forms assume nothing but the storage
   return h;
 }
 
@@ -44,11 +44,12 @@ Scenario StorageBound(uint32_t nodes, uint32_t gpus, double bandwidth) {
   s.storage.model.bandwidth_bytes_per_second = bandwidth;
   s.storage.model.max_inflight = 1024;
   s.dataset.samples = static_cast<uint64_t>(nodes) * gpus * 32 * 40;  // 40 steps
+  s.cluster.node = TestNode();
   return s;
 }
 
 TEST(Simulator, StorageBoundClustersMatchBandwidthOverDemand) {
-  Simulator sim(TestHost());
+  Simulator sim;
   struct Case {
     uint32_t nodes, gpus;
     double bandwidth;
@@ -80,7 +81,8 @@ TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
   s.loader.batch_size = 50;
   s.gpu.step_time = 0.010;
   s.run.epochs = 4;
-  Simulator sim(TestHost());
+  s.cluster.node = TestNode();
+  Simulator sim;
   const VariantResult v = sim.RunVariant(s);
   ASSERT_EQ(v.epochs.size(), 4u);
   EXPECT_EQ(v.epochs[0].tiers[0].hits, 0u);
@@ -105,7 +107,7 @@ TEST(Simulator, DistributedTierServesTheUnionOfTheNodesCaches) {
       TierOptions{.kind = TierKind::kDistributed}};
   s.cluster.network_bandwidth = 12.5e9;
   s.run.epochs = 3;
-  Simulator sim(TestHost());
+  Simulator sim;
   const VariantResult fast = sim.RunVariant(s);
   ASSERT_EQ(fast.cache.size(), 2u);
   EXPECT_EQ(fast.cache[1].name, "distributed");
@@ -133,7 +135,7 @@ TEST(Simulator, SynchronousStepsWaitForTheSlowestRank) {
     s.storage.model.latency_p50_seconds = 0.005;
     s.storage.model.latency_p99_seconds = 0.200;
     s.loader.prefetch = 0;
-    Simulator sim(TestHost());
+    Simulator sim;
     return sim.RunVariant(s).gpu_idle_fraction;
   };
   const double one = idle_at(1), many = idle_at(64);
@@ -144,7 +146,7 @@ TEST(Simulator, SameScenarioSameAnswer) {
   Scenario s = StorageBound(2, 4, 100e6);
   s.storage.model.latency_p50_seconds = 0.002;
   s.storage.model.latency_p99_seconds = 0.020;
-  Simulator a(TestHost()), b(TestHost());
+  Simulator a, b;
   const VariantResult x = a.RunVariant(s), y = b.RunVariant(s);
   EXPECT_EQ(x.gpu_idle_fraction, y.gpu_idle_fraction);
   EXPECT_EQ(x.samples_delivered, y.samples_delivered);
@@ -155,7 +157,7 @@ TEST(Simulator, FaultsAreRetriedOrSkippedAsInRealRuns) {
   s.storage.model.faults.error_rate = 0.02;
   s.loader.on_error = OnError::kRetry;
   s.loader.retries = 5;
-  Simulator sim(TestHost());
+  Simulator sim;
   const VariantResult retried = sim.RunVariant(s);
   EXPECT_GT(retried.read_errors, 0u);
   EXPECT_EQ(retried.samples_skipped, 0u);
@@ -173,7 +175,7 @@ TEST(Simulator, MaxAcceleratorsIsBandwidthOverPerGpuDemandAtTheTarget) {
   Scenario s = StorageBound(1, 8, 1e9);
   s.dataset.samples = 400000;
   s.run.max_steps = 30;
-  Simulator sim(TestHost());
+  Simulator sim;
   const MaxAccelerators m = FindMaxAccelerators(sim, s, 0.9);
   EXPECT_EQ(m.nodes, 4u);
   EXPECT_EQ(m.accelerators, 32u);
@@ -201,7 +203,7 @@ TEST(Simulator, BadInputNamesTheKey) {
   // More ranks than samples: each rank needs a shard.
   Scenario tiny = StorageBound(8, 8, 0);
   tiny.dataset.samples = 10;
-  Simulator sim(TestHost());
+  Simulator sim;
   EXPECT_THROW(sim.RunVariant(tiny), BadInput);
 }
 

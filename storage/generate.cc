@@ -64,6 +64,13 @@ void WriteFile(const std::string& path, const std::byte* data, size_t size) {
 
 }  // namespace
 
+std::vector<std::byte> SampleJpeg(uint32_t cls, uint64_t key, int width, int height, int quality) {
+  std::vector<uint8_t> rgb;
+  std::vector<std::byte> noise;
+  DrawImage(cls, key, width, height, rgb, noise);
+  return JpegEncoder().Encode(rgb.data(), width, height, quality);
+}
+
 GenerateResult GenerateDataset(const GenerateOptions& o,
                                const std::function<void(uint64_t)>& progress) {
   const uint32_t classes = std::max<uint32_t>(o.classes, 1);

@@ -11,9 +11,11 @@
 #ifndef STALLSCOPE_STORAGE_GENERATE_H_
 #define STALLSCOPE_STORAGE_GENERATE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/seed.h"
 
@@ -34,6 +36,9 @@ struct GenerateResult {
   uint64_t files = 0;
   uint64_t bytes = 0;
 };
+
+// One image as `gen --format jpeg` writes it (class `cls`, noise from `key`), encoded.
+std::vector<std::byte> SampleJpeg(uint32_t cls, uint64_t key, int width, int height, int quality);
 
 // Writes the dataset; calls `progress(files_written)` now and then when given. Throws
 // StorageError naming the path on any write failure.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "sim/host_model.h"
 #include "sim/simulator.h"
 #include "storage/generate.h"
 #include "tests/test_util.h"
@@ -36,7 +37,11 @@ void Validate(const Case& c, Simulator& sim) {
   const ScenarioFile file = ScenarioFile::Load(c.file);
   for (const std::string& variant : file.variant_names()) {
     if (!c.only_variant.empty() && variant != c.only_variant) continue;
-    Scenario s = OnThisHost(file.Resolve(variant, c.sets));
+    const auto measure = [](const Scenario& x) {
+      return MeasureHost(x.dataset.sample_size, x.loader.preprocess.image_size, 3).node;
+    };
+    Scenario s = file.Resolve(variant, c.sets);
+    s = OnThisHost(s, s.cluster.node);
     // A cluster-sized dataset at one GPU would take minutes per variant: its first steps.
     const uint64_t steps = s.dataset.samples / s.loader.batch_size * s.run.epochs;
     if (steps > 400 && s.run.max_steps == 0) s.run.max_steps = 60;
@@ -52,13 +57,12 @@ void Validate(const Case& c, Simulator& sim) {
     VariantResult real, simulated;
     const int attempts = kCompare ? 2 : 1;
     for (int attempt = 0; attempt < attempts; ++attempt) {
-      const HostModel before = HostModel::Measure(s.dataset.sample_size);
+      const NodeOptions before = measure(s);
       auto storage = MakeStorage(s, /*quiet=*/true);
       EmulatedDevice device(s.gpu.step_time);
       real = RunVariant(s, *storage, device, RunHooks{.quiet = true});
-      // This minute's speed: measured on both sides of the real run.
-      sim.set_host(HostModel::Mean(before, HostModel::Measure(s.dataset.sample_size)));
-      simulated = sim.RunVariant(s);
+      // The node is this host at this minute's speed: measured on both sides of the real run.
+      simulated = sim.RunVariant(OnThisHost(s, MeanNode(before, measure(s))));
       if (std::abs(simulated.gpu_idle_fraction - real.gpu_idle_fraction) <= kTolerance ||
           attempt + 1 == attempts) {
         break;
@@ -82,7 +86,7 @@ void Validate(const Case& c, Simulator& sim) {
 }
 
 Simulator& SharedSimulator() {
-  static Simulator sim(HostModel::Measure(112 * 1024));
+  static Simulator sim;
   return sim;
 }
 

@@ -10,13 +10,10 @@
 
 #include "app/commands.h"
 #include "app/errors.h"
+#include "tools/cli_tools.h"
 
 namespace {
 
-using stallscope::BenchDirCommandOptions;
-using stallscope::GenCommandOptions;
-using stallscope::KernelsCommandOptions;
-using stallscope::ReportCommandOptions;
 using stallscope::RunCommandOptions;
 using stallscope::SimulateCommandOptions;
 using stallscope::SweepCommandOptions;
@@ -50,9 +47,11 @@ CLI::App* AddSimulate(CLI::App& app, SimulateCommandOptions& so) {
   CLI::App* simulate = app.add_subcommand(
       "simulate",
       "Run a scenario's variants as a discrete-event simulation on a simulated clock: the same "
-      "sampler, cache policies and storage model as `run`, CPU costs measured on this host, "
-      "and cluster: {nodes, gpus_per_node} for what-if questions at scale. Prints the same "
-      "table as `run`; --json writes \"mode\": \"simulate\"");
+      "sampler, cache policies and storage model as `run`, every node charged at cluster.node's "
+      "rates (documented defaults, or a profile that `stallscope calibrate` measured; never "
+      "this host unasked), and cluster: {nodes, gpus_per_node} for what-if questions at scale. "
+      "The same scenario gives the same answer every time. Prints the same table as `run`; "
+      "--json writes \"mode\": \"simulate\" and \"node\"");
   simulate->add_option("SCENARIO", so.run.scenario, "Scenario file (see scenarios/README.md)")
       ->required();
   simulate->add_option("--variant", so.run.variants, "Simulate only this variant (repeatable)");
@@ -72,6 +71,9 @@ CLI::App* AddSimulate(CLI::App& app, SimulateCommandOptions& so) {
                      "Find the largest accelerator count (nodes x cluster.gpus_per_node) that "
                      "keeps AU >= --au, by search over cluster.nodes");
   simulate->add_option("--au", so.au, "AU target for --max-accelerators")->capture_default_str();
+  simulate->add_option("--node-profile", so.node_profile,
+                       "A node profile (`stallscope calibrate -o FILE`): every node of the "
+                       "cluster has these rates (as --set cluster.node.profile=FILE)");
   simulate->add_flag("--against-run", so.against_run,
                      "Also run each variant for real (emulated device) and print both idle "
                      "fractions side by side: the simulator's validation");
@@ -90,6 +92,8 @@ CLI::App* AddSweep(CLI::App& app, SweepCommandOptions& sw) {
                    "--grid loader.prefetch=0,2,8 --grid cache.tiers.0.capacity=1GiB,4GiB")
       ->required();
   sweep->add_flag("--simulate", sw.simulate, "Simulate every point instead of running it");
+  sweep->add_option("--node-profile", sw.node_profile,
+                    "With --simulate: the nodes' rates from this profile (`calibrate -o FILE`)");
   sweep->add_option("--csv", sw.csv, "CSV file to write (default: SCENARIO-NAME-sweep.csv)");
   sweep->add_option("--json", sw.json, "Also write every point's full result document");
   sweep->add_option("--variant", sw.variants, "Sweep only this variant (repeatable)");
@@ -104,85 +108,11 @@ CLI::App* AddValidate(CLI::App& app, std::string& validate_path) {
   return validate;
 }
 
-CLI::App* AddGen(CLI::App& app, GenCommandOptions& gen_o) {
-  CLI::App* gen = app.add_subcommand(
-      "gen",
-      "Write a dataset directory: class_NNN/sample_NNNNNNN.bin (verifiable) or .jpg, + manifest");
-  gen->add_option("DIR", gen_o.dir, "Directory to create")->required();
-  gen->add_option("--samples", gen_o.samples, "Number of files")->required();
-  gen->add_option("--size", gen_o.size,
-                  "raw: file size, SIZE or SIZE:STDEV (default 112KiB; e.g. 112KiB:20KiB); "
-                  "jpeg: image size WxH in pixels (default 256x256)");
-  gen->add_option("--format", gen_o.format,
-                  "raw (verifiable bytes) or jpeg (class-coloured images, class_NNN/*.jpg)")
-      ->capture_default_str();
-  gen->add_option("--classes", gen_o.classes, "Class folders")->capture_default_str();
-  gen->add_option("--seed", gen_o.seed, "Content seed")->capture_default_str();
-  gen->add_flag("--quiet", gen_o.quiet, "Print nothing on success");
-  return gen;
-}
-
-CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench) {
-  CLI::App* bench_dir = app.add_subcommand(
-      "bench-dir", "Read every file of a dataset directory once and say how fast it went");
-  bench_dir
-      ->add_option("DIR", bench.storage.dataset.path,
-                   "Dataset directory (every regular file below it)")
-      ->required();
-  bench_dir->add_flag("--cold", bench.storage.storage.cold,
-                      "Evict the files from the page cache first");
-  bench_dir->add_flag("--direct", bench.storage.storage.direct_io, "Read with O_DIRECT");
-  bench_dir->add_option("--io-depth", bench.storage.io.io_depth, "Files in flight")
-      ->capture_default_str();
-  bench_dir
-      ->add_option("--io-threads", bench.storage.io.io_threads, "I/O threads, one io_uring each")
-      ->capture_default_str();
-  bench_dir->add_option("--json", bench.json, "Write the result document to this file");
-  bench_dir->add_flag("--quiet", bench.storage.quiet, "No notices");
-  bench_dir->add_option("--batch", bench.batch,
-                        "Also run the training loop with this batch size (emulated accelerator)");
-  bench_dir->add_option("--step-time", bench.step_time, "Step time of the training loop");
-  bench_dir->add_option("--workers", bench.workers, "Preprocessing workers")->capture_default_str();
-  bench_dir
-      ->add_option("--preprocess", bench.preprocess,
-                   "Training loop's preprocessing: auto (jpeg-decode for JPEG files, else "
-                   "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
-      ->capture_default_str();
-  bench_dir->add_option("--workload", bench.workload,
-                        "MLPerf Storage H100 workload: resnet50 (batch 400, 0.224 s), unet3d "
-                        "(batch 7, 0.323 s) or cosmoflow (batch 1, 0.0035 s)");
-  return bench_dir;
-}
-
-CLI::App* AddKernels(CLI::App& app, KernelsCommandOptions& ko) {
-  CLI::App* kernels = app.add_subcommand(
-      "kernels",
-      "Run the GEMM kernel ladder (naive -> ... -> tensor cores) against cuBLAS on this GPU: "
-      "each version validated against a float64 reference, then timed with CUDA events");
-  kernels->add_option("--sizes", ko.sizes, "Matrix sizes n (n x n x n), multiples of 256")
-      ->capture_default_str();
-  kernels->add_option("--json", ko.json, "Write every row to this JSON file");
-  kernels->add_flag("--quiet", ko.quiet, "No progress lines");
-  return kernels;
-}
-
-CLI::App* AddReport(CLI::App& app, ReportCommandOptions& rep) {
-  CLI::App* report = app.add_subcommand(
-      "report", "Render result documents (run --json) as one self-contained HTML page");
-  report
-      ->add_option("RESULT", rep.inputs,
-                   "Result JSON files (run/simulate --json), compared side by side, and sweep "
-                   "CSVs (sweep --csv), drawn as GPU idle against the first grid key")
-      ->required();
-  report->add_option("-o,--output", rep.output, "HTML file to write")->capture_default_str();
-  report->add_flag("--quiet", rep.quiet, "Print nothing on success");
-  return report;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace stallscope;
+  using namespace stallscope::cli;
   CLI::App app{
       "stallscope: is the data pipeline starving the GPU, by how much, why, and what would fix "
       "it?\n\nRuns a real loader (storage -> cache -> prefetch -> CPU preprocessing -> staging "
@@ -195,6 +125,7 @@ int main(int argc, char** argv) {
       "  stallscope validate my.yaml\n"
       "  stallscope simulate scenarios/cluster_what_if.yaml --set cluster.nodes=125\n"
       "  stallscope simulate S.yaml --max-accelerators --au 0.9\n"
+      "  stallscope calibrate -o host.yaml && stallscope simulate S.yaml --node-profile host.yaml\n"
       "  stallscope sweep S.yaml --grid loader.prefetch=0,2,8 --simulate --csv s.csv\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
       "  stallscope report r.json -o report.html\n"
@@ -212,12 +143,14 @@ int main(int argc, char** argv) {
   BenchDirCommandOptions bench;
   KernelsCommandOptions ko;
   ReportCommandOptions rep;
+  CalibrateCommandOptions co;
   CLI::App* run = AddRun(app, ro);
   CLI::App* simulate = AddSimulate(app, so);
   CLI::App* sweep = AddSweep(app, sw);
   CLI::App* validate = AddValidate(app, validate_path);
   CLI::App* gen = AddGen(app, gen_o);
   CLI::App* bench_dir = AddBenchDir(app, bench);
+  CLI::App* calibrate = AddCalibrate(app, co);
   CLI::App* kernels = AddKernels(app, ko);
   CLI::App* report = AddReport(app, rep);
 
@@ -239,6 +172,7 @@ int main(int argc, char** argv) {
     if (*report) return ReportCommand(rep);
     if (*bench_dir) return BenchDirCommand(bench);
     if (*kernels) return KernelsCommand(ko);
+    if (*calibrate) return CalibrateCommand(co);
     if (*gen) return GenCommand(gen_o);
     return kExitBadInput;
   });

@@ -1,0 +1,22 @@
+// The command-line wiring (CLI11) of stallscope's tool commands — gen, bench-dir, calibrate,
+// kernels, report — beside tools/stallscope.cc, which wires run, simulate, sweep and validate.
+// Each Add* adds one subcommand whose options fill the command's options struct
+// (app/commands.h).
+#ifndef STALLSCOPE_TOOLS_CLI_TOOLS_H_
+#define STALLSCOPE_TOOLS_CLI_TOOLS_H_
+
+#include <CLI/CLI.hpp>
+
+#include "app/commands.h"
+
+namespace stallscope::cli {
+
+CLI::App* AddGen(CLI::App& app, GenCommandOptions& gen_o);
+CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench);
+CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co);
+CLI::App* AddKernels(CLI::App& app, KernelsCommandOptions& ko);
+CLI::App* AddReport(CLI::App& app, ReportCommandOptions& rep);
+
+}  // namespace stallscope::cli
+
+#endif  // STALLSCOPE_TOOLS_CLI_TOOLS_H_
