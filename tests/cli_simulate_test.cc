@@ -1,0 +1,159 @@
+// `simulate` as a user drives it (issue #15): the node from the scenario or a saved profile,
+// named in the banner and the JSON; byte-identical answers to the same question;
+// --max-accelerators agreeing with `simulate` at its answer and one node more; the published
+// MLPerf Storage v1.0 results reproduced; bad node input refused naming the file and key.
+#include <fmt/format.h>
+
+#include "tests/cli_util.h"
+
+namespace stallscope::cli {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+nlohmann::json ReadJson(const std::string& path) { return nlohmann::json::parse(Slurp(path)); }
+
+const std::string kScenarios = STALLSCOPE_SCENARIOS;
+
+TEST_F(Cli, TheSameSimulationGivesTheSameBytesEveryTime) {
+  // CPU work on every sample (workers_sweep: preprocess cost, normalize, verify) and a cluster
+  // over a shared storage with a RAM tier.
+  for (const std::string& args :
+       {kScenarios + "/workers_sweep.yaml",
+        kScenarios + "/cluster_what_if.yaml --set cluster.nodes=8 --set run.epochs=1"}) {
+    std::string first;
+    for (int i = 0; i < 3; ++i) {
+      const std::string json = (dir_.path() / fmt::format("same-{}.json", i)).string();
+      const Result r = Stallscope("simulate " + args + " --quiet --json " + json);
+      ASSERT_EQ(r.code, 0) << r.err;
+      const std::string text = Slurp(json);
+      ASSERT_FALSE(text.empty());
+      if (i == 0) first = text;
+      EXPECT_EQ(text, first) << args << ": invocation " << i + 1 << " differs from the first";
+    }
+    EXPECT_EQ(ReadJson((dir_.path() / "same-0.json").string())["node"]["source"], "scenario");
+  }
+}
+
+TEST_F(Cli, AProfileMeasuredByCalibrateIsTheNodeAndSaysSo) {
+  const std::string profile = (dir_.path() / "host.yaml").string();
+  const Result cal = Stallscope("calibrate --trials 2 --quiet -o " + profile);
+  ASSERT_EQ(cal.code, 0) << cal.err;
+  const std::string text = Slurp(profile);
+  for (const char* key : {"cores:", "normalize:", "verify:", "jpeg_decode:", "receive:",
+                          "memcpy:", "fill:", "nic:", "h2d:", "cost_factor:", "memory:",
+                          "spread:", "date:"}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
+  }
+  const std::string json = (dir_.path() / "p.json").string();
+  const Result r = Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --node-profile " +
+                              profile + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("node model (profile " + profile + ", 20"), std::string::npos) << r.err;
+  const nlohmann::json node = ReadJson(json)["node"];
+  EXPECT_EQ(node["source"].get<std::string>().rfind("profile " + profile + ", 20", 0), 0u)
+      << node.dump();
+  EXPECT_EQ(node["cores"], std::max(1u, std::thread::hardware_concurrency()));
+  // A scenario key over the profile: the value, and the source says so.
+  const Result over = Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --quiet " +
+                                 "--node-profile " + profile + " --set cluster.node.cores=96 " +
+                                 "--json " + json);
+  ASSERT_EQ(over.code, 0) << over.err;
+  EXPECT_EQ(ReadJson(json)["node"]["cores"], 96);
+  EXPECT_NE(ReadJson(json)["node"]["source"].get<std::string>().find("with cluster.node keys"),
+            std::string::npos);
+}
+
+TEST_F(Cli, BadNodeInputNamesTheFileAndKey) {
+  const std::string s = kScenarios + "/workers_sweep.yaml";
+  ExpectBadInput(Stallscope("simulate " + s + " --node-profile /nonexistent/host.yaml"),
+                 "/nonexistent/host.yaml");
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.cores=0"),
+                 "cluster.node.cores");
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.nic=0"), "cluster.node.nic");
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.memcpy=-2GB/s"),
+                 "cluster.node.memcpy");
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.cost_factor=0"),
+                 "cluster.node.cost_factor");
+  // A profile without one of its rates, and one with a zero rate: the profile's file and key.
+  const std::string full =
+      "profile: {date: 2026-12-01}\nnode:\n  cores: 4\n  normalize: 1GB/s\n  verify: 1GB/s\n"
+      "  jpeg_decode: 50MB/s\n  receive: 1GB/s\n  memcpy: 5GB/s\n  fill: 2GB/s\n  nic: 10GB/s\n"
+      "  h2d: 20GB/s\n  cost_factor: 1\n  cost_factor_busy: 1\n  memory: 64GiB\n";
+  const std::string good = Write("good.yaml", full);
+  EXPECT_EQ(Stallscope("simulate " + s + " --quiet --node-profile " + good).code, 0);
+  std::string lacking = full;
+  lacking.erase(lacking.find("  verify: 1GB/s\n"), std::string("  verify: 1GB/s\n").size());
+  const std::string no_verify = Write("no-verify.yaml", lacking);
+  const Result r1 = Stallscope("simulate " + s + " --node-profile " + no_verify);
+  ExpectBadInput(r1, "node.verify");
+  EXPECT_NE(r1.err.find(no_verify), std::string::npos) << r1.err;
+  std::string zero = full;
+  zero.replace(zero.find("normalize: 1GB/s"), 16, "normalize: 0MB/s");
+  const std::string zero_rate = Write("zero.yaml", zero);
+  const Result r2 = Stallscope("simulate " + s + " --node-profile " + zero_rate);
+  ExpectBadInput(r2, "node.normalize");
+  EXPECT_NE(r2.err.find(zero_rate), std::string::npos) << r2.err;
+  // RAM tiers beyond the node's memory.
+  ExpectBadInput(Stallscope("simulate " + kScenarios + "/cold_vs_cached.yaml --set "
+                            "cluster.node.memory=1MiB"),
+                 "cluster.node.memory");
+  ExpectBadInput(Stallscope("calibrate --trials 0"), "--trials");
+}
+
+// The largest cluster --max-accelerators names: `simulate` there gives the same AU (>= the
+// target) and one node more falls below it; asked twice, the same answer.
+TEST_F(Cli, MaxAcceleratorsAgreesWithSimulateAndRepeats) {
+  const std::string s = kScenarios + "/mlperf/unet3d.yaml";
+  const std::string m1 = (dir_.path() / "m1.json").string(), m2 = (dir_.path() / "m2.json").string();
+  ASSERT_EQ(Stallscope("simulate " + s + " --quiet --max-accelerators --au 0.9 --json " + m1).code,
+            0);
+  ASSERT_EQ(Stallscope("simulate " + s + " --quiet --max-accelerators --au 0.9 --json " + m2).code,
+            0);
+  EXPECT_EQ(Slurp(m1), Slurp(m2));
+  const nlohmann::json v = ReadJson(m1)["variants"][0];
+  const uint32_t nodes = v["nodes"];
+  ASSERT_GT(nodes, 0u);
+  ASSERT_FALSE(v["limited_by_dataset"].get<bool>());
+  const auto au_at = [&](uint32_t n) {
+    const std::string json = (dir_.path() / fmt::format("at-{}.json", n)).string();
+    const Result r = Stallscope(fmt::format("simulate {} --quiet --set cluster.nodes={} --json {}",
+                                            s, n, json));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return ReadJson(json)["variants"][0]["au"].get<double>();
+  };
+  const double at = au_at(nodes), above = au_at(nodes + 1);
+  EXPECT_DOUBLE_EQ(at, v["au"].get<double>());
+  EXPECT_GE(at, 0.9);
+  EXPECT_LT(above, 0.9);
+}
+
+// Published MLPerf Storage v1.0 CLOSED results (scenarios/mlperf/, sources in
+// scenarios/README.md): the storage's published throughput, the workload's batch, sample size
+// and step time, node limits wide; --max-accelerators finds the published accelerator count
+// within 5%.
+TEST_F(Cli, MaxAcceleratorsReproducesPublishedMlperfStorageResults) {
+  struct Published {
+    const char* file;
+    double au;
+    int accelerators;
+  };
+  for (const Published p : {Published{"unet3d", 0.9, 36}, Published{"cosmoflow", 0.7, 20},
+                            Published{"resnet50", 0.9, 512}}) {
+    // ResNet-50 at 512 GPUs is 20 M simulated samples per trial: normal builds only.
+    if (testing::kSanitized && std::string(p.file) == "resnet50") continue;
+    const std::string json = (dir_.path() / (std::string(p.file) + ".json")).string();
+    const Result r = Stallscope(fmt::format("simulate {}/mlperf/{}.yaml --quiet --max-accelerators "
+                                            "--au {} --json {}",
+                                            kScenarios, p.file, p.au, json));
+    ASSERT_EQ(r.code, 0) << r.err;
+    const int found = ReadJson(json)["variants"][0]["max_accelerators"];
+    EXPECT_NEAR(found, p.accelerators, 0.05 * p.accelerators) << p.file << ":\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace stallscope::cli
