@@ -190,6 +190,39 @@ TEST(Simulator, MaxAcceleratorsIsBandwidthOverPerGpuDemandAtTheTarget) {
   EXPECT_TRUE(tried_five);
 }
 
+TEST(Simulator, TheVerdictNamesTheNodeResourceThatBinds) {
+  // 2 nodes of 8 GPUs, each GPU wanting 2 GB/s (16 GB/s per node), on 100 GB/s of storage
+  // but a 10 GB/s NIC per node: AU 10 / 16.
+  Scenario s = StorageBound(2, 8, 100e9);
+  s.dataset.sample_size = 6250000;  // 32 × 6.25 MB / 0.1 s = 2 GB/s per GPU
+  s.cluster.node.nic = 10e9;
+  Simulator sim;
+  const VariantResult nic = sim.RunVariant(s);
+  EXPECT_EQ(nic.bottleneck_stage, "fetch");
+  EXPECT_NEAR(nic.au, 10.0 / 16, 0.03) << nic.bottleneck_text;
+  EXPECT_NE(nic.bottleneck_text.find("node NIC: 10.00 GB/s"), std::string::npos)
+      << nic.bottleneck_text;
+
+  // JPEG decode on 100 cores for 8 GPUs: each GPU wants 32 × 100 kB / 0.1 s = 32 MB/s of
+  // JPEG, 256 MB/s per node; 100 cores at 2 MB/s decode 200 MB/s: AU 200 / 256.
+  Scenario j = StorageBound(1, 8, 0);
+  j.loader.preprocess.kind = PreprocessKind::kJpegDecode;
+  j.loader.workers = 13;  // 104 workers for 100 cores
+  j.cluster.node.cores = 100;
+  j.cluster.node.jpeg_decode = 2e6;
+  const VariantResult cpu = sim.RunVariant(j);
+  EXPECT_EQ(cpu.bottleneck_stage, "preprocess") << cpu.bottleneck_text;
+  EXPECT_NEAR(cpu.au, 200.0 / 256, 0.04) << cpu.bottleneck_text;
+  EXPECT_NE(cpu.bottleneck_text.find("node CPU: jpeg decode"), std::string::npos)
+      << cpu.bottleneck_text;
+  // With cores to spare the workers bind, not the node: no node named.
+  j.cluster.node.cores = 400;
+  j.loader.workers = 2;
+  const VariantResult workers = sim.RunVariant(j);
+  EXPECT_EQ(workers.bottleneck_text.find("node CPU"), std::string::npos)
+      << workers.bottleneck_text;
+}
+
 TEST(Simulator, BadInputNamesTheKey) {
   Scenario s = StorageBound(1, 1, 0);
   s.cache_tiers = {TierOptions{.kind = TierKind::kDistributed}};
