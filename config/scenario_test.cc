@@ -113,9 +113,13 @@ TEST(Scenario, ErrorsInVariantsAndSetPointAtTheirOrigin) {
 }
 
 TEST(Scenario, YamlSyntaxErrorNamesLine) {
-  const std::string e = ErrorOf("storage:\n  kind: [simulated\n");
-  EXPECT_NE(e.find("s.yaml:"), std::string::npos);
-  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+  // Line 5 is indented one space, inside no mapping: the error is there, not at the end.
+  const std::string e =
+      ErrorOf("name: x\nstorage:\n  kind: simulated\n  bandwidth: 1GB/s\n loader: {}\n");
+  EXPECT_NE(e.find("s.yaml:5:2: YAML syntax error"), std::string::npos) << e;
+  // An unclosed list: where the parser noticed (the end of the text, line 3).
+  EXPECT_NE(ErrorOf("storage:\n  kind: [simulated\n").find("s.yaml:3:1: YAML syntax error"),
+            std::string::npos);
 }
 
 TEST(Scenario, DirectoryStorageNeedsAPath) {

@@ -79,8 +79,13 @@ run: {epochs: )" + (deadline ? "3" : "20") + R"(}
     std::this_thread::sleep_for(std::chrono::milliseconds(1300));
     std::filesystem::remove(victim);
     ASSERT_EQ(mkfifo(victim.c_str(), 0600), 0);
+    int writer = -1;
     if (!deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2700));  // the read hangs by now
+      // Proof that it does: a FIFO opens for writing without blocking only while a reader
+      // waits on it. The writer stays open and writes nothing, so the read stays hung.
+      writer = open(victim.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      EXPECT_GE(writer, 0) << "no read was waiting on the FIFO when Ctrl-C came";
       kill(pid, SIGINT);
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -96,6 +101,7 @@ run: {epochs: )" + (deadline ? "3" : "20") + R"(}
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Nobody is waiting on the other end any more: release a read the test may have left.
+    if (writer >= 0) close(writer);
     const int unblock = open(victim.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (unblock >= 0) close(unblock);
     ASSERT_TRUE(WIFEXITED(status)) << mode << ": killed by signal " << WTERMSIG(status);

@@ -41,6 +41,7 @@ cat > "$work/scenario.yaml" <<'YAML'
 name: prometheus-test
 dataset: {samples: 1024, sample_size: 16KiB}
 storage: {kind: simulated, bandwidth: 10MB/s, latency: {p50: 1ms, p99: 5ms}}
+cache: {tiers: [{kind: memory, capacity: 4MiB}]}   # so the dashboard's cache panel has series
 loader: {batch_size: 32, prefetch: 2, workers: 2, preprocess: normalize}
 gpu: {step_time: 20ms}
 run: {epochs: 1}
@@ -101,17 +102,24 @@ for v in result["variants"]:
         print(f'{"ok  " if ok else "FAIL"} {v["name"]:13s} {job:17s} idle {idle} vs '
               f'{v["gpu_idle_fraction"]:.4f}, samples {samples} vs {v["samples_delivered"]}')
         failures += not ok
-# Every query of the shipped Grafana dashboard is valid PromQL that finds this run's series.
+# Every query of the shipped Grafana dashboard is valid PromQL that finds this run's series:
+# evaluated over the last five minutes (the run's samples are stale once it has exited), it
+# must return at least one series with at least one value.
 for panel in dashboard["panels"]:
     for target in panel["targets"]:
-        expr = target["expr"].replace("$scenario", ".*").replace("$variant", ".*")
-        url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": time.time() - 3})
+        expr = target["expr"].replace("$scenario", "prometheus-test").replace("$variant", ".*")
+        now = time.time()
+        url = prom + "/api/v1/query_range?" + urllib.parse.urlencode(
+            {"query": expr, "start": now - 300, "end": now, "step": 1})
         try:
             data = json.load(urllib.request.urlopen(url, timeout=5))
-            ok = data["status"] == "success"
+            series = data["data"]["result"] if data["status"] == "success" else []
+            values = sum(len(r["values"]) for r in series)
+            ok = values > 0
+            data = f"{len(series)} series, {values} values"
         except Exception as e:  # a 400 for bad PromQL
             ok, data = False, str(e)
-        print(f'{"ok  " if ok else "FAIL"} dashboard panel "{panel["title"]}"')
+        print(f'{"ok  " if ok else "FAIL"} dashboard panel "{panel["title"]}": {data}')
         failures += not ok
 # The two variants differ, so this is not one stale series read twice.
 assert abs(result["variants"][0]["gpu_idle_fraction"] - result["variants"][1]["gpu_idle_fraction"]) > 0.2
