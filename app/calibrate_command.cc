@@ -37,8 +37,10 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
     if (!file) throw BadInput(o.output + ": cannot write the profile");
   }
   if (!o.quiet) {
-    std::fprintf(stderr, "measuring this host: %d trials of each rate on %s samples, JPEG decode "
-                 "to %u px...\n", o.trials, FormatBinaryBytes(*size).c_str(), o.image_size);
+    std::fprintf(stderr,
+                 "measuring this host: %d trials of each rate on %s samples, JPEG decode "
+                 "to %u px...\n",
+                 o.trials, FormatBinaryBytes(*size).c_str(), o.image_size);
   }
   HostMeasurement m = MeasureHost(static_cast<uint64_t>(*size), o.image_size, o.trials);
   ProfileInfo info;

@@ -41,7 +41,7 @@ struct SimulateCommandOptions {
   bool against_run = false;       // also run each variant for real and compare idle
   bool max_accelerators = false;  // search the largest cluster that keeps AU >= au
   double au = 0.9;
-  std::string node_profile;       // --node-profile: as --set cluster.node.profile=FILE
+  std::string node_profile;  // --node-profile: as --set cluster.node.profile=FILE
 };
 int SimulateCommand(const SimulateCommandOptions& options);
 
@@ -50,7 +50,7 @@ struct SweepCommandOptions {
   std::vector<std::string> variants, sets, grids;
   bool simulate = false;
   std::string node_profile;  // --node-profile (with --simulate)
-  std::string csv;  // default: SCENARIO-NAME-sweep.csv
+  std::string csv;           // default: SCENARIO-NAME-sweep.csv
   std::string json;
   bool quiet = false;
 };
@@ -59,9 +59,9 @@ int SweepCommand(const SweepCommandOptions& options);
 int ValidateCommand(const std::string& scenario);
 
 struct CalibrateCommandOptions {
-  std::string output;              // -o: the profile file; empty = stdout
+  std::string output;                  // -o: the profile file; empty = stdout
   std::string sample_size = "112KiB";  // the samples the rates are measured on
-  uint32_t image_size = 224;       // jpeg-decode's output side
+  uint32_t image_size = 224;           // jpeg-decode's output side
   int trials = 7;
   bool quiet = false;
 };

@@ -86,7 +86,8 @@ void Outputs::EndVariant(const Scenario& s) {
 }
 
 nlohmann::json NodeToJson(const NodeOptions& node) {
-  nlohmann::json j = {{"source", node.source}, {"cores", node.cores}, {"memory_bytes", node.memory}};
+  nlohmann::json j = {
+      {"source", node.source}, {"cores", node.cores}, {"memory_bytes", node.memory}};
   for (const NodeRate& r : kNodeRates) {
     j[IsFactor(r) ? std::string(r.key) : std::string(r.key) + "_bytes_per_second"] =
         node.*(r.field);

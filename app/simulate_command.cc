@@ -16,8 +16,8 @@
 #include "app/runner.h"
 #include "base/units.h"
 #include "report/report.h"
-#include "sim/max_accelerators.h"
 #include "sim/host_model.h"
+#include "sim/max_accelerators.h"
 #include "sim/simulator.h"
 
 namespace stallscope {

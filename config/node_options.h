@@ -29,8 +29,8 @@ struct NodeOptions {
   // How long one second of loader.preprocess.cost takes on one core, alone and with every
   // core busy (virtual cores sharing a physical one run slower together).
   double cost_factor = 1, cost_factor_busy = 1;
-  double nic = 25e9;      // bytes/s into the node from the storage (200 Gb/s)
-  double h2d = 52.3e9;    // bytes/s host → device per GPU (gpu.device cuda; the H200, docs/gpu)
+  double nic = 25e9;    // bytes/s into the node from the storage (200 Gb/s)
+  double h2d = 52.3e9;  // bytes/s host → device per GPU (gpu.device cuda; the H200, docs/gpu)
   uint64_t memory = 1ULL << 40;  // bytes the node's RAM cache tiers may hold together
   // Where these values came from: "scenario" (defaults and cluster.node's keys), "profile
   // FILE, DATE", or "measured on this host, DATE".
@@ -44,6 +44,7 @@ struct NodeRate {
   const char* key;
   double NodeOptions::*field;
   const char* what;
+  bool factor = false;  // a plain number (cost_factor*), not a rate in bytes per second
 };
 inline constexpr std::array<NodeRate, 10> kNodeRates = {{
     {"normalize", &NodeOptions::normalize, "bytes → float32 per core"},
@@ -54,11 +55,10 @@ inline constexpr std::array<NodeRate, 10> kNodeRates = {{
     {"fill", &NodeOptions::fill, "memcpy into fresh pages (RAM-tier admit)"},
     {"nic", &NodeOptions::nic, "storage bytes into the node"},
     {"h2d", &NodeOptions::h2d, "host to device per GPU"},
-    {"cost_factor", &NodeOptions::cost_factor, "seconds per second of preprocess.cost"},
-    {"cost_factor_busy", &NodeOptions::cost_factor_busy, "the same, every core busy"},
+    {"cost_factor", &NodeOptions::cost_factor, "seconds per second of preprocess.cost", true},
+    {"cost_factor_busy", &NodeOptions::cost_factor_busy, "the same, every core busy", true},
 }};
-// cost_factor and cost_factor_busy are plain numbers; the others rates.
-inline bool IsFactor(const NodeRate& r) { return r.key[0] == 'c'; }
+inline bool IsFactor(const NodeRate& r) { return r.factor; }
 
 }  // namespace stallscope
 

@@ -76,8 +76,8 @@ void ReadProfile(const Section& s, const YAML::Node& at, const std::string& writ
   try {
     root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
-    throw ScenarioError(fmt::format("{}:{}:{}: YAML syntax error: {}", p.string(),
-                                    e.mark.line + 1, e.mark.column + 1, e.msg));
+    throw ScenarioError(fmt::format("{}:{}:{}: YAML syntax error: {}", p.string(), e.mark.line + 1,
+                                    e.mark.column + 1, e.msg));
   }
   const Context ctx{p.string(), nullptr};
   if (!root.IsMap()) ctx.Fail(root, "(top level)", "expected a node profile (profile:, node:)");
@@ -102,7 +102,8 @@ void ReadNodeSection(Section s, NodeOptions& node) {
   const YAML::Node profile = s.Get("profile");
   if (profile.IsDefined() && !profile.IsNull()) {
     if (!profile.IsScalar()) {
-      s.ctx().Fail(profile, s.Path("profile"), "expected a file name, got " + config::Show(profile));
+      s.ctx().Fail(profile, s.Path("profile"),
+                   "expected a file name, got " + config::Show(profile));
     }
     ReadProfile(s, profile, profile.Scalar(), node);
   }
@@ -129,8 +130,8 @@ std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info) {
       "# pass --node-profile FILE to `simulate`; cluster.node keys override single values.\n"
       "profile:\n  date: {}\n  host: {}\n  trials: {}\n  sample_size: {}\n  image_size: {}\n"
       "node:\n  cores: {}{}\n",
-      info.trials, info.date, info.host, info.trials, info.sample_size, info.image_size,
-      node.cores, note("cores"));
+      info.trials, info.date, info.host, info.trials, info.sample_size, info.image_size, node.cores,
+      note("cores"));
   for (const NodeRate& r : kNodeRates) {
     const double v = node.*(r.field);
     out += fmt::format("  {}: {}{}\n", r.key, IsFactor(r) ? fmt::format("{:.4f}", v) : RateText(v),

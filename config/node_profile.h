@@ -32,7 +32,7 @@ struct ProfileInfo {
   int trials = 0;
   uint64_t sample_size = 0;
   uint32_t image_size = 0;
-  std::map<std::string, double> spread;  // by rate key: (max − min) / median
+  std::map<std::string, double> spread;      // by rate key: (max − min) / median
   std::map<std::string, std::string> notes;  // by key: a comment after the value
 };
 

@@ -103,19 +103,19 @@ HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int tria
   for (int t = 0; t < m.trials; ++t) {
     runs["normalize"].push_back(
         n / TimePerCall([&] { NormalizeBytes(raw.data(), n, floats.data()); }, 0.01));
-    runs["verify"].push_back(n / TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.01));
-    runs["memcpy"].push_back(
-        n / TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.005));
+    runs["verify"].push_back(n /
+                             TimePerCall([&] { ok = ok && MatchesContent(key, raw, 7); }, 0.01));
+    runs["memcpy"].push_back(n /
+                             TimePerCall([&] { std::memcpy(copy.data(), raw.data(), n); }, 0.005));
     // Landing a read's bytes: the simulated storage generates them on the receiving thread.
     runs["receive"].push_back(n / TimePerCall([&] { FillContent(key, copy, 7); }, 0.005));
-    runs["jpeg_decode"].push_back(jpeg.size() / TimePerCall(
-                                                    [&] {
-                                                      ok = ok && DecodeJpegSample(
-                                                                     decoder, scratch, jpeg.data(),
-                                                                     jpeg.size(), image_size,
-                                                                     pixels.data(), nullptr);
-                                                    },
-                                                    0.01));
+    runs["jpeg_decode"].push_back(
+        jpeg.size() / TimePerCall(
+                          [&] {
+                            ok = ok && DecodeJpegSample(decoder, scratch, jpeg.data(), jpeg.size(),
+                                                        image_size, pixels.data(), nullptr);
+                          },
+                          0.01));
     runs["fill"].push_back(FreshWriteRate(raw));
     const double alone = BurnFactor(15, 3 + t);
     runs["cost_factor"].push_back(alone);

@@ -48,8 +48,7 @@ class RankLoop {
  public:
   // `disks` and `s` are borrowed and must outlive the RankLoop. Every node is charged at
   // s.cluster.node's rates.
-  RankLoop(DiskPolicies& disks, const Scenario& s)
-      : node_(s.cluster.node), disks_(disks), s_(s) {}
+  RankLoop(DiskPolicies& disks, const Scenario& s) : node_(s.cluster.node), disks_(disks), s_(s) {}
 
   SimulationResult Go();
 
@@ -105,7 +104,7 @@ class RankLoop {
     uint32_t free_cores = 0;
     std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
     int disk_model = -1, nic_model = -1;
-    double nic_free = 0;  // when the NIC has passed on the storage bytes it was given
+    double nic_free = 0;     // when the NIC has passed on the storage bytes it was given
     uint32_t next_rank = 0;  // round-robin start when a core frees
   };
 

@@ -48,8 +48,7 @@ void RankLoop::DispatchWorkers(uint32_t k, double t) {
     const NodeOptions& h = node_;
     const double busy = static_cast<double>(cores_ - node.free_cores + 1);
     const double share = cores_ > 1 ? std::min(1.0, (busy - 1) / (cores_ - 1)) : 0.0;
-    const double slowdown =
-        h.cost_factor + share * (h.cost_factor_busy - h.cost_factor);
+    const double slowdown = h.cost_factor + share * (h.cost_factor_busy - h.cost_factor);
     double cost = 0;
     for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i, slowdown);
     worker_busy_ += cost;

@@ -58,9 +58,8 @@ Drawn RandomScenario(uint64_t seed) {
   s.loader.io.io_depth = 64;
   const bool normalize = Between(g, 0, 1);
   s.loader.preprocess.kind = normalize ? PreprocessKind::kNormalize : PreprocessKind::kNone;
-  s.loader.preprocess.cost = Between(g, 0, 1) ? LogUniform(g, 1e-5, 0.5 * s.gpu.step_time /
-                                                                         s.loader.batch_size)
-                                              : 0;
+  s.loader.preprocess.cost =
+      Between(g, 0, 1) ? LogUniform(g, 1e-5, 0.5 * s.gpu.step_time / s.loader.batch_size) : 0;
   s.run.verify = Between(g, 0, 1);
   s.cluster.node.cores = Between(g, 2, 8);
   s.cluster.node.normalize = 1e9;
@@ -76,9 +75,9 @@ Drawn RandomScenario(uint64_t seed) {
       "seed {}: {} GPU(s)/node, {} cores, samples {} x {} B (stdev {}), batch {}, step {:.1f} ms, "
       "storage {:.1f} MB/s (demand {:.1f} MB/s per node), latency p50 {:.2f} ms p99 {:.2f} ms, "
       "prefetch {}, workers {}, {}, cost {:.1f} us, verify {}",
-      seed, s.cluster.gpus_per_node, s.cluster.node.cores, s.dataset.samples,
-      s.dataset.sample_size, s.dataset.sample_size_stdev, s.loader.batch_size,
-      s.gpu.step_time * 1e3, s.storage.model.bandwidth_bytes_per_second / 1e6, demand / 1e6,
+      seed, s.cluster.gpus_per_node, s.cluster.node.cores, s.dataset.samples, s.dataset.sample_size,
+      s.dataset.sample_size_stdev, s.loader.batch_size, s.gpu.step_time * 1e3,
+      s.storage.model.bandwidth_bytes_per_second / 1e6, demand / 1e6,
       s.storage.model.latency_p50_seconds * 1e3, s.storage.model.latency_p99_seconds * 1e3,
       s.loader.prefetch, s.loader.workers, normalize ? "normalize" : "none",
       s.loader.preprocess.cost * 1e6, s.run.verify);
@@ -146,10 +145,10 @@ TEST(SimulatorProperties, MorePrefetchWorkersCacheOrBandwidthNeverLowersAu) {
     const bool cached = Between(g, 0, 2) > 0;
     if (cached) {
       const PolicyKind policy = Between(g, 0, 1) ? PolicyKind::kFillOnce : PolicyKind::kLru;
-      base.cache_tiers = {TierOptions{.kind = TierKind::kMemory,
-                                      .capacity = static_cast<uint64_t>(
-                                          static_cast<double>(bytes) * LogUniform(g, 0.1, 0.6)),
-                                      .policy = policy}};
+      base.cache_tiers = {TierOptions{
+          .kind = TierKind::kMemory,
+          .capacity = static_cast<uint64_t>(static_cast<double>(bytes) * LogUniform(g, 0.1, 0.6)),
+          .policy = policy}};
     }
     const double au = AuOf(base);
     aus.push_back(au);
@@ -166,8 +165,8 @@ TEST(SimulatorProperties, MorePrefetchWorkersCacheOrBandwidthNeverLowersAu) {
     changes.back().s.storage.model.bandwidth_bytes_per_second *= 2;
     for (const Change& c : changes) {
       const double changed = AuOf(c.s);
-      EXPECT_GE(changed, au - kTolerance) << d.text << "\n  " << c.what << ": AU " << au << " -> "
-                                          << changed;
+      EXPECT_GE(changed, au - kTolerance)
+          << d.text << "\n  " << c.what << ": AU " << au << " -> " << changed;
     }
     // A larger RAM tier: over the epochs after the first. The first pays for filling it —
     // copies into fresh pages on the receiving thread, as the real tier's are — and where that

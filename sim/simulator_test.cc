@@ -219,8 +219,7 @@ TEST(Simulator, TheVerdictNamesTheNodeResourceThatBinds) {
   j.cluster.node.cores = 400;
   j.loader.workers = 2;
   const VariantResult workers = sim.RunVariant(j);
-  EXPECT_EQ(workers.bottleneck_text.find("node CPU"), std::string::npos)
-      << workers.bottleneck_text;
+  EXPECT_EQ(workers.bottleneck_text.find("node CPU"), std::string::npos) << workers.bottleneck_text;
 }
 
 TEST(Simulator, BadInputNamesTheKey) {

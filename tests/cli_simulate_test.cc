@@ -43,9 +43,8 @@ TEST_F(Cli, AProfileMeasuredByCalibrateIsTheNodeAndSaysSo) {
   const Result cal = Stallscope("calibrate --trials 2 --quiet -o " + profile);
   ASSERT_EQ(cal.code, 0) << cal.err;
   const std::string text = Slurp(profile);
-  for (const char* key : {"cores:", "normalize:", "verify:", "jpeg_decode:", "receive:",
-                          "memcpy:", "fill:", "nic:", "h2d:", "cost_factor:", "memory:",
-                          "spread:", "date:"}) {
+  for (const char* key : {"cores:", "normalize:", "verify:", "jpeg_decode:", "receive:", "memcpy:",
+                          "fill:", "nic:", "h2d:", "cost_factor:", "memory:", "spread:", "date:"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
   }
   const std::string json = (dir_.path() / "p.json").string();
@@ -58,9 +57,9 @@ TEST_F(Cli, AProfileMeasuredByCalibrateIsTheNodeAndSaysSo) {
       << node.dump();
   EXPECT_EQ(node["cores"], std::max(1u, std::thread::hardware_concurrency()));
   // A scenario key over the profile: the value, and the source says so.
-  const Result over = Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --quiet " +
-                                 "--node-profile " + profile + " --set cluster.node.cores=96 " +
-                                 "--json " + json);
+  const Result over =
+      Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --quiet " + "--node-profile " +
+                 profile + " --set cluster.node.cores=96 " + "--json " + json);
   ASSERT_EQ(over.code, 0) << over.err;
   EXPECT_EQ(ReadJson(json)["node"]["cores"], 96);
   EXPECT_NE(ReadJson(json)["node"]["source"].get<std::string>().find("with cluster.node keys"),
@@ -71,8 +70,7 @@ TEST_F(Cli, BadNodeInputNamesTheFileAndKey) {
   const std::string s = kScenarios + "/workers_sweep.yaml";
   ExpectBadInput(Stallscope("simulate " + s + " --node-profile /nonexistent/host.yaml"),
                  "/nonexistent/host.yaml");
-  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.cores=0"),
-                 "cluster.node.cores");
+  ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.cores=0"), "cluster.node.cores");
   ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.nic=0"), "cluster.node.nic");
   ExpectBadInput(Stallscope("simulate " + s + " --set cluster.node.memcpy=-2GB/s"),
                  "cluster.node.memcpy");
@@ -98,7 +96,8 @@ TEST_F(Cli, BadNodeInputNamesTheFileAndKey) {
   ExpectBadInput(r2, "node.normalize");
   EXPECT_NE(r2.err.find(zero_rate), std::string::npos) << r2.err;
   // RAM tiers beyond the node's memory.
-  ExpectBadInput(Stallscope("simulate " + kScenarios + "/cold_vs_cached.yaml --set "
+  ExpectBadInput(Stallscope("simulate " + kScenarios +
+                            "/cold_vs_cached.yaml --set "
                             "cluster.node.memory=1MiB"),
                  "cluster.node.memory");
   ExpectBadInput(Stallscope("calibrate --trials 0"), "--trials");
@@ -108,7 +107,8 @@ TEST_F(Cli, BadNodeInputNamesTheFileAndKey) {
 // target) and one node more falls below it; asked twice, the same answer.
 TEST_F(Cli, MaxAcceleratorsAgreesWithSimulateAndRepeats) {
   const std::string s = kScenarios + "/mlperf/unet3d.yaml";
-  const std::string m1 = (dir_.path() / "m1.json").string(), m2 = (dir_.path() / "m2.json").string();
+  const std::string m1 = (dir_.path() / "m1.json").string(),
+                    m2 = (dir_.path() / "m2.json").string();
   ASSERT_EQ(Stallscope("simulate " + s + " --quiet --max-accelerators --au 0.9 --json " + m1).code,
             0);
   ASSERT_EQ(Stallscope("simulate " + s + " --quiet --max-accelerators --au 0.9 --json " + m2).code,
@@ -120,8 +120,8 @@ TEST_F(Cli, MaxAcceleratorsAgreesWithSimulateAndRepeats) {
   ASSERT_FALSE(v["limited_by_dataset"].get<bool>());
   const auto au_at = [&](uint32_t n) {
     const std::string json = (dir_.path() / fmt::format("at-{}.json", n)).string();
-    const Result r = Stallscope(fmt::format("simulate {} --quiet --set cluster.nodes={} --json {}",
-                                            s, n, json));
+    const Result r =
+        Stallscope(fmt::format("simulate {} --quiet --set cluster.nodes={} --json {}", s, n, json));
     EXPECT_EQ(r.code, 0) << r.err;
     return ReadJson(json)["variants"][0]["au"].get<double>();
   };
@@ -146,9 +146,10 @@ TEST_F(Cli, MaxAcceleratorsReproducesPublishedMlperfStorageResults) {
     // ResNet-50 at 512 GPUs is 20 M simulated samples per trial: normal builds only.
     if (testing::kSanitized && std::string(p.file) == "resnet50") continue;
     const std::string json = (dir_.path() / (std::string(p.file) + ".json")).string();
-    const Result r = Stallscope(fmt::format("simulate {}/mlperf/{}.yaml --quiet --max-accelerators "
-                                            "--au {} --json {}",
-                                            kScenarios, p.file, p.au, json));
+    const Result r =
+        Stallscope(fmt::format("simulate {}/mlperf/{}.yaml --quiet --max-accelerators "
+                               "--au {} --json {}",
+                               kScenarios, p.file, p.au, json));
     ASSERT_EQ(r.code, 0) << r.err;
     const int found = ReadJson(json)["variants"][0]["max_accelerators"];
     EXPECT_NEAR(found, p.accelerators, 0.05 * p.accelerators) << p.file << ":\n" << r.out;

@@ -28,7 +28,8 @@ TEST(RunPlan, PipelineAndSimulatorPlanEveryShippedScenarioAlike) {
     const ScenarioFile file = ScenarioFile::Load(entry.path().string());
     for (const std::string& v : file.variant_names()) {
       SCOPED_TRACE(entry.path().filename().string() + " variant " + v);
-      const Scenario s = OnThisHost(file.Resolve(v, {ParseSetArgument("dataset.path=" + data)}), NodeOptions{});
+      const Scenario s =
+          OnThisHost(file.Resolve(v, {ParseSetArgument("dataset.path=" + data)}), NodeOptions{});
       auto storage = MakeStorage(s, /*quiet=*/true);
       const RunPlan real = Pipeline::PlanFor(s.pipeline(), *storage);
       const RunPlan simulated = Simulator::PlanFor(s);
@@ -60,8 +61,9 @@ TEST(RunPlan, MatchesTheScenarioFilesNumbers) {
   const Scenario cluster =
       ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/cluster_what_if.yaml")
           .Resolve("baseline");
-  EXPECT_EQ(Simulator::PlanFor(cluster).batches_per_epoch, 4u);                 // ceil(1281 / 400)
-  EXPECT_EQ(Simulator::PlanFor(OnThisHost(cluster, NodeOptions{})).batches_per_epoch, 3203u);  // ceil(n / 400)
+  EXPECT_EQ(Simulator::PlanFor(cluster).batches_per_epoch, 4u);  // ceil(1281 / 400)
+  EXPECT_EQ(Simulator::PlanFor(OnThisHost(cluster, NodeOptions{})).batches_per_epoch,
+            3203u);  // ceil(n / 400)
 }
 
 }  // namespace

@@ -94,18 +94,19 @@ void Validate(const Case& c, Simulator& sim) {
         break;
       }
       tally.retried++;
-      std::printf("%-28s %-16s FIRST ATTEMPT outside the tolerance (real %.1f%%, simulated "
-                  "%.1f%%): measured again\n",
-                  c.label.c_str(), variant.c_str(), real.gpu_idle_fraction * 100,
-                  simulated.gpu_idle_fraction * 100);
+      std::printf(
+          "%-28s %-16s FIRST ATTEMPT outside the tolerance (real %.1f%%, simulated "
+          "%.1f%%): measured again\n",
+          c.label.c_str(), variant.c_str(), real.gpu_idle_fraction * 100,
+          simulated.gpu_idle_fraction * 100);
     }
     const double diff = simulated.gpu_idle_fraction - real.gpu_idle_fraction;
     const bool declared = c.idle_free.count("*") || c.idle_free.count(variant);
     const bool repeat = c.duplicates.count(variant) > 0;
-    const char* kind = repeat                              ? "not counted: a repeat"
-                       : real.gpu_idle_fraction >= 0.05    ? "informative"
-                       : declared                          ? "declared no idle"
-                                                           : "not counted: no idle to predict";
+    const char* kind = repeat                           ? "not counted: a repeat"
+                       : real.gpu_idle_fraction >= 0.05 ? "informative"
+                       : declared                       ? "declared no idle"
+                                                        : "not counted: no idle to predict";
     if (kCompare) {
       if (repeat || (real.gpu_idle_fraction < 0.05 && !declared)) {
         tally.not_counted++;
