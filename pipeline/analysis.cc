@@ -80,24 +80,47 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
                     s->name, Noun(s->name), s->capacity.value_or(v.samples_per_second));
     return;
   }
-  // A cache that fills in epoch 0 and then keeps the GPU busy: judge the steady state, not
-  // the average over a cold first epoch and warm later ones.
-  if (in.have_cache && v.epochs.size() > 1 && v.epochs.front().gpu_idle_fraction >= 0.05) {
+  // A cache that fills in epoch 0 and serves the later epochs: judge the steady state (the
+  // later epochs), not the average over a cold first epoch and warm later ones.
+  double later_hits = 0;
+  for (size_t e = 1; e < v.epochs.size(); ++e) {
+    later_hits += v.epochs[e].cache_hit_ratio / static_cast<double>(v.epochs.size() - 1);
+  }
+  if (in.have_cache && v.epochs.size() > 1 && v.epochs.front().gpu_idle_fraction >= 0.05 &&
+      later_hits >= v.epochs.front().cache_hit_ratio + 0.1) {
     double busy = 0, span = 0;
+    StageSeconds later;
     for (size_t e = 1; e < v.epochs.size(); ++e) {
       span += v.epochs[e].window_seconds;
       busy += v.epochs[e].window_seconds * (1 - v.epochs[e].gpu_idle_fraction);
+      later.fetch += v.epochs[e].stall.fetch;
+      later.preprocess += v.epochs[e].stall.preprocess;
+      later.transfer += v.epochs[e].stall.transfer;
     }
     const double later_idle = span > 0 ? 1 - busy / span : 1;
+    const StageSeconds& e0 = v.epochs.front().stall;
+    const double first_stall[] = {e0.fetch, e0.preprocess, e0.transfer};
+    const double later_stall[] = {later.fetch, later.preprocess, later.transfer};
+    size_t filled = 0, steady = 0;  // what stalled epoch 0 most; the later epochs most
+    for (size_t i = 1; i < stages.size(); ++i) {
+      if (first_stall[i] > first_stall[filled]) filled = i;
+      if (later_stall[i] > later_stall[steady]) steady = i;
+    }
+    const std::string first =
+        fmt::format("epoch 0 idled {:.0f}% while the cache filled ({}-stalled)",
+                    v.epochs.front().gpu_idle_fraction * 100, stages[filled].name);
     if (later_idle < 0.05) {
       v.bottleneck_stage = "gpu";
+      v.bottleneck_text = fmt::format("compute-bound after epoch 0: later epochs idle {:.1f}%; {}",
+                                      later_idle * 100, first);
+    } else {
+      v.bottleneck_stage = stages[steady].name;
       v.bottleneck_text = fmt::format(
-          "compute-bound after epoch 0: later epochs idle {:.1f}%; epoch 0 idled {:.0f}%{} "
-          "({}-stalled)",
-          later_idle * 100, v.epochs.front().gpu_idle_fraction * 100,
-          in.have_cache ? " while the cache filled" : "", most_stalled->name);
-      return;
+          "{}-bound after epoch 0: later epochs idle {:.1f}%, {} of it waiting for {}; {}",
+          stages[steady].name, later_idle * 100, FormatDuration(later_stall[steady]),
+          Noun(stages[steady].name), first);
     }
+    return;
   }
   if (slowest && *slowest->capacity < 0.97 * demand && v.gpu_idle_fraction >= 0.02) {
     v.bottleneck_stage = slowest->name;
@@ -264,12 +287,20 @@ void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
     e_span[e] += b[k].step_end - from;
     e_busy[e] += b[k].step_busy;
     e_samples[e] += b[k].samples - b[k].skipped;
+    if (k == w) continue;
+    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
+    StageSeconds& es = v.epochs[e].stall;
+    es.fetch += split.fetch;
+    es.preprocess += split.preprocess;
+    es.transfer += split.transfer;
   }
   for (uint32_t e = 0; e < epochs; ++e) {
     EpochResult& er = v.epochs[e];
     er.epoch = e;
     er.window_seconds = e_span[e];
     er.gpu_idle_fraction = e_span[e] > 0 ? std::max(0.0, 1 - e_busy[e] / e_span[e]) : 0;
+    er.stall.other = std::max(0.0, std::max(0.0, e_span[e] - e_busy[e]) - er.stall.fetch -
+                                       er.stall.preprocess - er.stall.transfer);
     er.samples_per_second = e_span[e] > 0 ? e_samples[e] / e_span[e] : 0;
     er.cache_hit_ratio = e_lookups[e] ? static_cast<double>(e_hits[e]) / e_lookups[e] : 0;
     for (size_t t = 0; t < tiers; ++t) {

@@ -49,6 +49,7 @@ struct EpochResult {
   double cache_hit_ratio = 0;
   double samples_per_second = 0;
   double window_seconds = 0;
+  StageSeconds stall;  // the epoch's idle split by stage, like VariantResult::stall
 };
 
 struct TierResult {

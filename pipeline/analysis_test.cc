@@ -431,6 +431,70 @@ TEST(AnalysisVerdict, StorageJustUnder97PercentOfDemandIsFetchBoundJustOverIsGpu
             "(fetch) could deliver 97% of what it consumes");
 }
 
+// A RAM cache fills in epoch 0 (fetch stalls) and serves epoch 1 from memory, where the
+// preprocessing stalls each step by 0.25 s (or, with `later_gap` 0, never).
+//      fetch        pre     copy    step          epoch  hits
+// b0:  0.0 .. 0.5   0.5     0.5     0.5 .. 1.5    0      0     (warm-up)
+// b1:  0.5 .. 2.5   2.5     2.5     2.5 .. 3.5    0      0
+// b2:  2.5 .. 4.5   4.5     4.5     4.5 .. 5.5    0      0     gap 3.5 .. 4.5: fetch 1.0
+// b3:  4.5 .. 4.5   5.5+g   5.5+g   ... 1 s each  1      100   gap g: preprocess
+// b4, b5 likewise, each g after the previous step's end.
+VariantResult CacheFilledThenPreprocessStalls(double later_gap) {
+  std::vector<BatchRecord> b = {Batch(0, 0.5, 0.5, 0.5, 0.5, 1.5),
+                                Batch(0.5, 2.5, 2.5, 2.5, 2.5, 3.5),
+                                Batch(2.5, 4.5, 4.5, 4.5, 4.5, 5.5)};
+  double end = 5.5;
+  for (int k = 0; k < 3; ++k) {
+    const double start = end + later_gap;
+    b.push_back(Batch(4.5, 4.5, start, start, start, start + 1));
+    end = start + 1;
+  }
+  for (size_t k = 0; k < b.size(); ++k) {
+    b[k].epoch = k < 3 ? 0 : 1;
+    b[k].cache_lookups[0] = kBatch;
+    b[k].cache_hits[0] = k < 3 ? 0 : kBatch;
+  }
+  // Preprocessing busy 4 s for 600 samples on one worker: 150 samples/s, above the demand
+  // of 100 samples/s, so no stage's capacity is short over the whole run.
+  RunRecord run = Record(b, 4.0);
+  run.batches_per_epoch = 3;
+  TierStats memory;
+  memory.name = "memory";
+  memory.hits = 300;
+  memory.misses = 300;
+  run.cache = {memory};
+  AnalysisInputs in = Inputs(1);
+  in.have_cache = true;
+  return Analyze("cache-filled", run, in);
+}
+
+TEST(AnalysisVerdict, AfterACacheFillsTheLaterEpochsStallsNameTheBottleneck) {
+  const VariantResult v = CacheFilledThenPreprocessStalls(0.25);
+  // Epoch 0 (b1, b2): span 1 + 2 = 3 s, busy 2 s, idle 1/3, the 1 s gap all fetch.
+  ASSERT_EQ(v.epochs.size(), 2u);
+  EXPECT_NEAR(v.epochs[0].gpu_idle_fraction, 1.0 / 3.0, kEps);
+  EXPECT_DOUBLE_EQ(v.epochs[0].stall.fetch, 1.0);
+  EXPECT_DOUBLE_EQ(v.epochs[0].stall.preprocess, 0.0);
+  // Epoch 1: three 1.25 s spans, busy 3 s: idle 0.75 / 3.75 = 20%, all preprocessing.
+  EXPECT_DOUBLE_EQ(v.epochs[1].stall.preprocess, 0.75);
+  EXPECT_DOUBLE_EQ(v.epochs[1].stall.fetch, 0.0);
+  EXPECT_DOUBLE_EQ(v.epochs[1].stall.other, 0.0);
+  // Over the run fetch stalled most (1.0 s against 0.75 s), but that was the cache filling:
+  // the steady state waits for preprocessing.
+  EXPECT_DOUBLE_EQ(v.stall.fetch, 1.0);
+  EXPECT_DOUBLE_EQ(v.stall.preprocess, 0.75);
+  EXPECT_EQ(v.bottleneck_stage, "preprocess");
+  EXPECT_EQ(v.bottleneck_text,
+            "preprocess-bound after epoch 0: later epochs idle 20.0%, 750.00 ms of it waiting for "
+            "preprocessing; epoch 0 idled 33% while the cache filled (fetch-stalled)");
+
+  const VariantResult busy = CacheFilledThenPreprocessStalls(0);
+  EXPECT_EQ(busy.bottleneck_stage, "gpu");
+  EXPECT_EQ(busy.bottleneck_text,
+            "compute-bound after epoch 0: later epochs idle 0.0%; epoch 0 idled 33% while the "
+            "cache filled (fetch-stalled)");
+}
+
 // ---------------------------------------------------------------------------------------
 // Quantile and input errors.
 

@@ -9,6 +9,13 @@
 namespace stallscope {
 namespace {
 
+nlohmann::json StallJson(const StageSeconds& s) {
+  return {{"fetch", s.fetch},
+          {"preprocess", s.preprocess},
+          {"transfer", s.transfer},
+          {"other", s.other}};
+}
+
 nlohmann::json Capacity(const std::optional<double>& c) {
   return c ? nlohmann::json(*c) : nlohmann::json(nullptr);
 }
@@ -66,7 +73,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                       {"gpu_idle_fraction", e.gpu_idle_fraction},
                       {"cache_hit_ratio", e.cache_hit_ratio},
                       {"samples_per_second", e.samples_per_second},
-                      {"window_seconds", e.window_seconds}});
+                      {"window_seconds", e.window_seconds},
+                      {"stall_seconds", StallJson(e.stall)}});
   }
   nlohmann::json timeline = nlohmann::json::array();
   for (const TimelinePoint& p : v.timeline) {
@@ -89,11 +97,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"samples_per_second", v.samples_per_second},
       {"bytes_per_second", v.bytes_per_second},
       {"bytes_read", bytes},
-      {"stall_seconds",
-       {{"fetch", v.stall.fetch},
-        {"preprocess", v.stall.preprocess},
-        {"transfer", v.stall.transfer},
-        {"other", v.stall.other}}},
+      {"stall_seconds", StallJson(v.stall)},
       {"bottleneck",
        {{"stage", v.bottleneck_stage},
         {"text", v.bottleneck_text},
