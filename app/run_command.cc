@@ -1,16 +1,22 @@
 // `stallscope run`: every variant of a scenario, for real, side by side.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/errors.h"
 #include "app/make_device.h"
+#include "app/mpi_job.h"
 #include "app/outputs.h"
 #include "app/progress.h"
 #include "app/resolve.h"
 #include "app/runner.h"
 #include "app/signals.h"
 #include "base/units.h"
+#include "report/report.h"
+#include "storage/storage.h"
 
 namespace stallscope {
 namespace {
@@ -33,9 +39,136 @@ void PrintBanner(const Scenario& s, const Storage& storage, const Cache& cache, 
                static_cast<unsigned long long>(p.total_steps()));
 }
 
+// A multi-rank run's scenario as rank `rank` of `ranks` runs it: a default 1 x 1 cluster
+// takes the launch's size (one node, `ranks` GPUs); a disk tier gets a directory of its
+// own per rank (rank-N under its path); simulated storage is split evenly between the ranks
+// (bandwidth, IOPS and reads in flight; each rank models its share).
+void ForRank(Scenario& s, uint32_t rank, uint32_t ranks) {
+  if (s.cluster.nodes == 1 && s.cluster.gpus_per_node == 1) s.cluster.gpus_per_node = ranks;
+  for (TierOptions& t : s.cache_tiers) {
+    if (t.kind == TierKind::kDisk) t.path += fmt::format("/rank-{}", rank);
+  }
+  SimulatedStorageOptions& m = s.storage.model;
+  m.bandwidth_bytes_per_second /= ranks;
+  m.iops /= ranks;
+  m.max_inflight = std::max<uint32_t>(1, m.max_inflight / ranks);
+}
+
+// Raised on a rank whose peer refused its set-up; the peer's message is printed by rank 0.
+struct PeerRefused {};
+
+// Multi-rank set-up errors: every rank learns whether any rank failed, rank 0 prints the
+// first message (naming the rank when it is not rank 0's own), and all exit 2. Collective:
+// every rank calls it once per check.
+bool AnyRankRefused(MpiJob& job, const std::string& error) {
+  if (!job.AnyRank(!error.empty())) return false;
+  const std::vector<std::string> all = job.GatherAtRoot(error);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    std::fprintf(stderr, "stallscope: %s%s\n", r == 0 ? "" : fmt::format("rank {}: ", r).c_str(),
+                 all[r].c_str());
+    break;
+  }
+  return true;
+}
+
+std::string SetUpError(const std::exception& e) {
+  if (dynamic_cast<const StorageError*>(&e)) return std::string("dataset: ") + e.what();
+  return e.what();
+}
+
+// `mpirun -np N stallscope run`: this rank runs its shard of every variant; steps meet at an
+// MPI all-reduce; rank 0 gathers every rank's result and reports the job.
+int RunRanks(const RunCommandOptions& o, MpiJob& job) {
+  const bool root = job.rank() == 0;
+  const auto ranks = static_cast<uint32_t>(job.size());
+  std::vector<Scenario> scenarios;
+  std::unique_ptr<Outputs> outputs;
+  std::string error;
+  try {
+    scenarios = ResolveVariants(o.scenario, o.variants, o.sets);
+    for (Scenario& s : scenarios) {
+      ForRank(s, job.rank(), ranks);
+      CheckRunnable(s, ranks);
+    }
+    OutputOptions out = o.out;
+    if (!root) out = {.quiet = true};
+    outputs = std::make_unique<Outputs>(out);
+  } catch (const BadInput& e) {  // StorageError (a bad dataset directory) included
+    error = SetUpError(e);
+  }
+  if (AnyRankRefused(job, error)) return kExitBadInput;
+  const bool quiet = o.out.quiet || !root;
+  if (!quiet) {
+    std::fprintf(stderr, "stallscope run: %s (%s), %zu variant(s), %u ranks\n",
+                 scenarios[0].name.c_str(), o.scenario.c_str(), scenarios.size(), ranks);
+  }
+  ProgressLine progress(!quiet && isatty(STDERR_FILENO));
+  StopOnSignal stopper;
+  std::vector<VariantResult> results;
+  for (const Scenario& s : scenarios) {
+    bool agreed = false;  // every rank set up: from here on an error ends the whole job
+    VariantResult v;
+    error.clear();
+    try {
+      std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+      std::unique_ptr<Device> device = MakeDevice(s);
+      RunHooks hooks;
+      hooks.quiet = quiet;
+      hooks.shard = job.shard();
+      hooks.step_sync = &job;
+      hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache, Pipeline& p) {
+        stopper.Attach(&p);
+        if (!quiet) PrintBanner(sc, st, cache, p, *device);
+        progress.Start(sc.variant, p, sc.run.epochs);
+      };
+      hooks.on_finish = [&] {
+        stopper.Attach(nullptr);
+        progress.Stop();
+      };
+      hooks.before_run = [&] {
+        if (AnyRankRefused(job, "")) throw PeerRefused{};
+        agreed = true;
+      };
+      hooks.observer = outputs->BeginVariant(s);
+      hooks.trace = outputs->trace();
+      hooks.on_record = [&](const RunRecord& record) { outputs->Record(s, record); };
+      v = RunVariant(s, *storage, *device, hooks);
+      outputs->EndVariant(s);
+    } catch (const PeerRefused&) {
+      return kExitBadInput;
+    } catch (const std::exception& e) {
+      if (agreed) {  // the others are in a collective: end the job, naming this rank
+        std::fprintf(stderr, "stallscope: rank %d: run failed: %s\n", job.rank(), e.what());
+        job.Abort(kExitRunFailed);
+      }
+      error = SetUpError(e);
+    }
+    if (!agreed) {
+      AnyRankRefused(job, error);
+      return kExitBadInput;
+    }
+    const uint32_t node = job.rank() / s.cluster.gpus_per_node;
+    const std::vector<std::string> all =
+        job.GatherAtRoot(RankToJson(RankResultOf(v, job.rank(), node)).dump());
+    const bool stop = job.AnyRank(StopSignal() != 0);  // the variants not started are not run
+    if (root) {
+      std::vector<RankResult> parts;
+      for (const std::string& text : all) {
+        parts.push_back(RankFromJson(nlohmann::json::parse(text)));
+      }
+      CombineRanks(v, std::move(parts));
+      results.push_back(std::move(v));
+    }
+    if (stop) break;
+  }
+  return root ? outputs->Finish(scenarios[0].name, "run", results) : 0;
+}
+
 }  // namespace
 
 int RunCommand(const RunCommandOptions& o) {
+  if (MpiJob* job = MpiJob::FromLauncher(); job && job->size() > 1) return RunRanks(o, *job);
   const std::vector<Scenario> scenarios = ResolveVariants(o.scenario, o.variants, o.sets);
   for (const Scenario& s : scenarios) CheckRunnable(s);
   const bool quiet = o.out.quiet;

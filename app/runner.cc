@@ -10,13 +10,15 @@
 
 namespace stallscope {
 
-void CheckRunnable(const Scenario& s) {
+void CheckRunnable(const Scenario& s, uint32_t ranks) {
   CheckFaults(s);
-  if (s.cluster.nodes * s.cluster.gpus_per_node > 1) {
+  const uint64_t cluster = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  if (cluster != ranks) {
     throw BadInput(fmt::format(
-        "{}: cluster: {} nodes x {} GPUs can only be simulated (`stallscope simulate`, the "
-        "simulator issue); `run` measures this host",
-        s.file, s.cluster.nodes, s.cluster.gpus_per_node));
+        "{} (variant {}): cluster: {} nodes x {} GPUs = {} ranks, but this run was launched "
+        "with {}; launch `mpirun -np {} stallscope run ...` (or `stallscope simulate` to "
+        "model any size)",
+        s.file, s.variant, s.cluster.nodes, s.cluster.gpus_per_node, cluster, ranks, cluster));
   }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     if (s.cache_tiers[i].kind == TierKind::kDistributed) {
@@ -52,10 +54,12 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
 
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
-  CheckRunnable(s);
+  CheckRunnable(s, hooks.shard.ranks);
   PipelineOptions po = s.pipeline();
   po.trace = hooks.trace;
   po.observer = hooks.observer;
+  po.shard = hooks.shard;
+  po.step_sync = hooks.step_sync;
   const RunPlan plan = Pipeline::PlanFor(po, storage);
   RequireMeasuredSteps(plan, s.run.warmup_steps, s.file);
   // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
@@ -84,6 +88,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   Cache& cache = *cache_owner;
   auto pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
+  if (hooks.before_run) hooks.before_run();
   RunRecord record = pipeline->Run();
   if (hooks.on_finish) hooks.on_finish();
   if (hooks.on_record) hooks.on_record(record);

@@ -34,11 +34,18 @@ struct RunHooks {
   // Told about every step (live metrics); borrowed.
   StepObserver* observer = nullptr;
   std::function<void(const RunRecord&)> on_record;
+  // Multi-rank runs: this rank's share of the dataset, and the per-step barrier (borrowed).
+  RankShard shard;
+  StepSync* step_sync = nullptr;
+  // Called once everything is set up, right before the first read (multi-rank runs agree
+  // there that every rank is ready).
+  std::function<void()> before_run;
 };
 
-// Throws BadInput for scenario features this build does not run yet.
-// (Cache set-up problems throw CacheError, which also means exit code 2.)
-void CheckRunnable(const Scenario& scenario);
+// Throws BadInput for scenario features this build does not run yet, and for a cluster
+// whose size is not the `ranks` this run was launched with (cache set-up problems throw
+// CacheError, which also means exit code 2).
+void CheckRunnable(const Scenario& scenario, uint32_t ranks = 1);
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet);
 // The scenario's directory dataset as DirectoryStorage's options.

@@ -48,8 +48,7 @@ VariantMetrics::VariantMetrics(std::string scenario, std::string variant,
                     .Name("stallscope_stall_seconds_total")
                     .Help("Idle seconds of the window, charged to the stage that caused them")
                     .Register(r);
-  const char* stages[] = {"fetch", "preprocess", "transfer", "other"};
-  for (int i = 0; i < 4; ++i) stall_[i] = &stall.Add({{"stage", stages[i]}});
+  for (int i = 0; i < kStallStages; ++i) stall_[i] = &stall.Add({{"stage", kStallStageNames[i]}});
   samples_ = &BuildCounter()
                   .Name("stallscope_samples_total")
                   .Help("Samples delivered to the device")
@@ -106,9 +105,8 @@ void VariantMetrics::OnStep(const BatchRecord& b, double previous_end, bool in_w
   // Exactly the analysis's window: from the first window step's start to the last end.
   const double span = window_started_ ? b.step_end - previous_end : b.step_end - b.step_start;
   if (window_started_) {
-    const StageSeconds s = SplitStall(previous_end, b);
-    const double parts[] = {s.fetch, s.preprocess, s.transfer, s.other};
-    for (int i = 0; i < 4; ++i) stall_[i]->Increment(parts[i]);
+    const auto parts = SplitStall(previous_end, b).parts();
+    for (int i = 0; i < kStallStages; ++i) stall_[i]->Increment(parts[i]);
     step_wait_->Observe(std::max(0.0, b.step_start - previous_end));
   }
   window_started_ = true;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/analysis.h"
 #include "pipeline/pipeline.h"
 
 namespace stallscope {
@@ -48,7 +49,7 @@ class VariantMetrics final : public StepObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* idle_ = nullptr;
   prometheus::Counter *busy_ = nullptr, *window_ = nullptr, *samples_ = nullptr, *steps_ = nullptr;
-  prometheus::Counter* stall_[4] = {};  // fetch, preprocess, transfer, other
+  prometheus::Counter* stall_[kStallStages] = {};  // kStallStageNames
   prometheus::Counter* storage_bytes_ = nullptr;
   std::vector<prometheus::Counter*> tier_bytes_, hits_, misses_;
   prometheus::Histogram* step_wait_ = nullptr;

@@ -93,9 +93,7 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
     for (size_t e = 1; e < v.epochs.size(); ++e) {
       span += v.epochs[e].window_seconds;
       busy += v.epochs[e].window_seconds * (1 - v.epochs[e].gpu_idle_fraction);
-      later.fetch += v.epochs[e].stall.fetch;
-      later.preprocess += v.epochs[e].stall.preprocess;
-      later.transfer += v.epochs[e].stall.transfer;
+      later.AddCharged(v.epochs[e].stall);
     }
     const double later_idle = span > 0 ? 1 - busy / span : 1;
     const StageSeconds& e0 = v.epochs.front().stall;
@@ -165,7 +163,8 @@ StageSeconds SplitStall(double a, const BatchRecord& r) {
   s.fetch = Overlap(a, z, -1e300, r.fetch_done);
   s.preprocess = Overlap(a, z, r.fetch_done, r.preprocess_done);
   s.transfer = Overlap(a, z, r.preprocess_done, r.copy_done);
-  s.other = std::max(0.0, (z - a) - s.fetch - s.preprocess - s.transfer);
+  s.sync = Overlap(a, z, r.copy_done, r.sync_done);
+  s.other = std::max(0.0, (z - a) - s.charged());
   return s;
 }
 
@@ -183,14 +182,10 @@ void AnalyzeWindow(VariantResult& v, const RunRecord& run, size_t w) {
     window_samples += b[k].samples - b[k].skipped;
     if (k == w) continue;
     waits.push_back(std::max(0.0, b[k].step_start - b[k - 1].step_end));
-    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
-    v.stall.fetch += split.fetch;
-    v.stall.preprocess += split.preprocess;
-    v.stall.transfer += split.transfer;
+    v.stall.AddCharged(SplitStall(b[k - 1].step_end, b[k]));
   }
   const double idle_seconds = std::max(0.0, v.window_seconds - v.busy_seconds);
-  v.stall.other =
-      std::max(0.0, idle_seconds - (v.stall.fetch + v.stall.preprocess + v.stall.transfer));
+  v.stall.other = std::max(0.0, idle_seconds - v.stall.charged());
   v.gpu_idle_fraction = v.window_seconds > 0 ? idle_seconds / v.window_seconds : 0;
   v.au = v.window_seconds > 0 ? v.busy_seconds / v.window_seconds : 1;
   v.samples_per_second = v.window_seconds > 0 ? window_samples / v.window_seconds : 0;
@@ -288,19 +283,14 @@ void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
     e_busy[e] += b[k].step_busy;
     e_samples[e] += b[k].samples - b[k].skipped;
     if (k == w) continue;
-    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
-    StageSeconds& es = v.epochs[e].stall;
-    es.fetch += split.fetch;
-    es.preprocess += split.preprocess;
-    es.transfer += split.transfer;
+    v.epochs[e].stall.AddCharged(SplitStall(b[k - 1].step_end, b[k]));
   }
   for (uint32_t e = 0; e < epochs; ++e) {
     EpochResult& er = v.epochs[e];
     er.epoch = e;
     er.window_seconds = e_span[e];
     er.gpu_idle_fraction = e_span[e] > 0 ? std::max(0.0, 1 - e_busy[e] / e_span[e]) : 0;
-    er.stall.other = std::max(0.0, std::max(0.0, e_span[e] - e_busy[e]) - er.stall.fetch -
-                                       er.stall.preprocess - er.stall.transfer);
+    er.stall.other = std::max(0.0, std::max(0.0, e_span[e] - e_busy[e]) - er.stall.charged());
     er.samples_per_second = e_span[e] > 0 ? e_samples[e] / e_span[e] : 0;
     er.cache_hit_ratio = e_lookups[e] ? static_cast<double>(e_hits[e]) / e_lookups[e] : 0;
     for (size_t t = 0; t < tiers; ++t) {
@@ -375,6 +365,69 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   AnalyzeTimeline(v, run, w);
   Verdict(v, in);
   return v;
+}
+
+RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node) {
+  RankResult r;
+  r.rank = rank;
+  r.node = node;
+  r.gpu_idle_fraction = v.gpu_idle_fraction;
+  r.au = v.au;
+  r.window_seconds = v.window_seconds;
+  r.samples_per_second = v.samples_per_second;
+  r.stall = v.stall;
+  r.cache_hit_ratio = v.cache_hit_ratio;
+  r.samples_delivered = v.samples_delivered;
+  r.samples_verified = v.samples_verified;
+  r.integrity_errors = v.integrity_errors;
+  r.samples_skipped = v.samples_skipped;
+  r.read_errors = v.read_errors;
+  r.bottleneck_stage = v.bottleneck_stage;
+  r.bottleneck_text = v.bottleneck_text;
+  return r;
+}
+
+void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
+  if (ranks.empty()) return;
+  const double n = static_cast<double>(ranks.size());
+  StageSeconds stall;
+  double idle = 0, au = 0, hits = 0;
+  v.samples_per_second = 0;
+  v.samples_delivered = v.samples_verified = v.integrity_errors = v.samples_skipped = 0;
+  v.read_errors = 0;
+  for (const RankResult& r : ranks) {
+    idle += r.gpu_idle_fraction / n;
+    au += r.au / n;
+    hits += r.cache_hit_ratio / n;
+    stall.AddCharged(r.stall);
+    stall.other += r.stall.other;
+    v.samples_per_second += r.samples_per_second;
+    v.samples_delivered += r.samples_delivered;
+    v.samples_verified += r.samples_verified;
+    v.integrity_errors += r.integrity_errors;
+    v.samples_skipped += r.samples_skipped;
+    v.read_errors += r.read_errors;
+  }
+  const auto parts = stall.parts();
+  v.stall = {parts[0] / n, parts[1] / n, parts[2] / n, parts[3] / n, parts[4] / n};
+  v.gpu_idle_fraction = idle;
+  v.au = au;
+  v.cache_hit_ratio = hits;
+  v.gpus = static_cast<uint32_t>(ranks.size());
+  const StageSeconds& s = v.stall;
+  if (idle >= 0.05 && s.sync > std::max({s.fetch, s.preprocess, s.transfer})) {
+    const RankResult* straggler = &ranks[0];
+    for (const RankResult& r : ranks) {
+      if (r.stall.sync < straggler->stall.sync) straggler = &r;
+    }
+    v.bottleneck_stage = "sync";
+    v.bottleneck_text = fmt::format(
+        "sync-bound: ranks wait {} on average for the slowest rank, rank {} (it waited {}); "
+        "rank {}: {}",
+        FormatDuration(s.sync), straggler->rank, FormatDuration(straggler->stall.sync),
+        straggler->rank, straggler->bottleneck_text);
+  }
+  v.ranks = std::move(ranks);
 }
 
 }  // namespace stallscope

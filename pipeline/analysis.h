@@ -24,9 +24,25 @@
 
 namespace stallscope {
 
+// The stall stages, in the order StageSeconds::parts() gives them (JSON, metrics, trace).
+constexpr int kStallStages = 5;
+constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "transfer", "sync",
+                                                        "other"};
+
 struct StageSeconds {
-  double fetch = 0, preprocess = 0, transfer = 0, other = 0;
-  double total() const { return fetch + preprocess + transfer + other; }
+  double fetch = 0, preprocess = 0, transfer = 0, sync = 0, other = 0;
+  double total() const { return fetch + preprocess + transfer + sync + other; }
+  std::array<double, kStallStages> parts() const {
+    return {fetch, preprocess, transfer, sync, other};
+  }
+  double charged() const { return fetch + preprocess + transfer + sync; }  // all but other
+  // Adds the charged stages of `o` (not `other`, which is what idle leaves over).
+  void AddCharged(const StageSeconds& o) {
+    fetch += o.fetch;
+    preprocess += o.preprocess;
+    transfer += o.transfer;
+    sync += o.sync;
+  }
 };
 
 struct TierEpoch {
@@ -36,7 +52,8 @@ struct TierEpoch {
 
 // The gap before a step, from the end of the previous step to this step's start, split along
 // the batch's milestones: fetch (until fetch_done), preprocess (until preprocess_done),
-// transfer (until copy_done), and the rest as other.
+// transfer (until copy_done), sync (multi-rank: until the step's barrier let it go,
+// sync_done), and the rest as other.
 StageSeconds SplitStall(double previous_end, const BatchRecord& r);
 
 // The q-quantile (0..1) of `values` by nearest rank; 0 for none.
@@ -66,6 +83,21 @@ struct TimelinePoint {
   double t = 0;            // seconds from the window's start to the slice's middle
   double utilization = 0;  // busy fraction of the slice
   double queue_ready = 0, queue_preprocessing = 0, queue_fetching = 0;  // mean batches
+};
+
+// One rank of a multi-rank run, as rank 0 reports it (VariantResult::ranks).
+struct RankResult {
+  uint32_t rank = 0;
+  uint32_t node = 0;  // rank / cluster.gpus_per_node
+  double gpu_idle_fraction = 0;
+  double au = 0;
+  double window_seconds = 0;
+  double samples_per_second = 0;
+  StageSeconds stall;
+  double cache_hit_ratio = 0;
+  uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
+  uint64_t read_errors = 0;
+  std::string bottleneck_stage, bottleneck_text;  // this rank's own verdict
 };
 
 struct VariantResult {
@@ -104,7 +136,18 @@ struct VariantResult {
   double loss_first = 0, loss_last = 0;  // mean loss of the first and last 10 steps
   uint32_t gpus = 1;                     // accelerators (cluster.nodes × gpus_per_node)
   std::optional<double> gpu_hour_cost;   // cost.gpu_hour, USD
+  std::vector<RankResult> ranks;         // multi-rank runs: every rank, in rank order
 };
+
+// This rank's part of a multi-rank run.
+RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node);
+
+// Rank 0's result `v` becomes the job's (DESIGN.md): idle, AU, stalls and rates are the
+// means (rates the sums) over `ranks`, counts the sums, `gpus` the number of ranks; the
+// verdict names the straggler when waiting for the slowest rank (`sync`) is the largest
+// stall: the rank the others waited for (the one that waited least) and its own verdict.
+// Epochs, timeline and cache tiers stay rank 0's.
+void CombineRanks(VariantResult& v, std::vector<RankResult> ranks);
 
 // Idle time in money (cost.gpu_hour): what the idle fraction costs per 1,000 GPU-hours and
 // per day on `gpus` accelerators.

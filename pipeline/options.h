@@ -74,12 +74,41 @@ struct RunOptions {
 
 class StepObserver;
 
+// Synchronous steps across the ranks of a multi-rank run: the device thread calls Arrive()
+// once per step, after the step's batch is on its device (or when this rank is stopping),
+// and it returns when every rank has arrived (the time inside is the `sync` stall), true
+// when any rank arrived stopping — then every rank stops before that step, so all ranks
+// keep the same steps. Implemented over MPI in app/.
+class StepSync {
+ public:
+  virtual bool Arrive(uint64_t step, bool stopping) = 0;
+
+ protected:
+  ~StepSync() = default;
+};
+
+// This loader's share of every epoch's order in a run of `ranks` ranks: positions
+// rank, rank + ranks, rank + 2 × ranks, ... of the epoch's order, floor(samples / ranks) of
+// them, the simulator's sharding (sim/rank_loop.cc). The remainder, the last
+// samples mod ranks positions of each epoch's order, is read by no rank that epoch (the
+// order changes every epoch, so every sample is read in some epoch).
+struct RankShard {
+  uint32_t rank = 0;
+  uint32_t ranks = 1;
+
+  uint64_t samples(uint64_t dataset_samples) const { return dataset_samples / ranks; }
+  // The epoch-order position of this rank's `i`-th sample.
+  uint64_t position(uint64_t i) const { return i * ranks + rank; }
+};
+
 struct PipelineOptions {
   uint64_t seed = kDefaultSeed;
   LoaderOptions loader;
   RunOptions run;
   bool trace = false;                // record every read and preprocessing chunk (for --trace)
   StepObserver* observer = nullptr;  // borrowed; called after every step
+  RankShard shard;                   // one rank of one by default
+  StepSync* step_sync = nullptr;     // borrowed; multi-rank runs only
 };
 
 }  // namespace stallscope

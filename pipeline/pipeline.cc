@@ -54,7 +54,7 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
 
 RunPlan Pipeline::PlanFor(const PipelineOptions& options, const Storage& storage) {
   return MakeRunPlan(options.loader, options.run,
-                     {.samples = storage.num_samples(),
+                     {.samples = options.shard.samples(storage.num_samples()),
                       .max_sample_bytes = storage.max_sample_bytes(),
                       .can_verify = storage.can_verify()});
 }
@@ -166,6 +166,7 @@ void Pipeline::DeviceLoop() {
   double previous_end = 0;
   try {
     for (uint64_t b = 0; b < plan_.total_batches; ++b) {
+      bool stopping = false;
       {
         std::unique_lock lock(mu_);
         device_batch_ = b;
@@ -175,15 +176,24 @@ void Pipeline::DeviceLoop() {
           nvtx::ScopedRange stall("stallscope: GPU waits for data");
           device_cv_.wait(lock, [&] { return copied_[b] || stop_; });
         }
-        if (stop_) break;
+        stopping = stop_;
       }
       BatchRecord& r = records_[b];
+      double earliest = b == 0 ? r.copy_done : std::max(previous_end, r.copy_done);
+      if (options_.step_sync) {
+        // Ready here (batch on the device); the step starts when the slowest rank is ready.
+        const bool any_stopping = options_.step_sync->Arrive(b, stopping);
+        r.sync_done = MonotonicSeconds();
+        earliest = std::max(earliest, r.sync_done);
+        if (any_stopping && !stopping) RequestStop();  // another rank stops: so does this one
+        stopping = any_stopping;
+      }
+      if (stopping) break;
       DeviceBatch db;
       db.step = b;
       db.samples = r.samples - r.skipped;  // as copied (skipped rows were closed up)
       db.row_bytes = plan_.staged_stride;
       db.rows_are_floats = plan_.normalize;
-      const double earliest = b == 0 ? r.copy_done : std::max(previous_end, r.copy_done);
       const StepTiming t = device_.Step(static_cast<int>(b % 2), db, earliest);
       r.step_start = t.start;
       r.step_end = t.end;

@@ -74,6 +74,8 @@ struct BatchRecord {
   double fetch_start = 0, fetch_done = 0, preprocess_done = 0;
   double copy_start = 0, copy_done = 0, copy_seconds = 0;
   double step_start = 0, step_end = 0, step_busy = 0;
+  // Multi-rank: when the step's barrier let this rank go (0 in a one-rank run).
+  double sync_done = 0;
   QueueDepths queues;  // sampled right after this step
 };
 

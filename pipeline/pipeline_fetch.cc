@@ -52,8 +52,9 @@ void Pipeline::SnapshotEvictions() {
 void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& order) {
   const uint64_t epoch = b / plan_.batches_per_epoch;
   const uint64_t first = (b % plan_.batches_per_epoch) * options_.loader.batch_size;
+  const uint64_t shard_samples = options_.shard.samples(order.size());
   const uint32_t count =
-      static_cast<uint32_t>(std::min<uint64_t>(options_.loader.batch_size, order.size() - first));
+      static_cast<uint32_t>(std::min<uint64_t>(options_.loader.batch_size, shard_samples - first));
   BatchRecord& r = records_[b];
   r.epoch = static_cast<uint32_t>(epoch);
   r.samples = count;
@@ -73,13 +74,14 @@ void Pipeline::StartBatch(uint64_t b, Slot& slot, const std::vector<uint64_t>& o
     slot.async_bytes[t] = 0;
   }
   for (uint32_t i = 0; i < count; ++i) {
-    const uint64_t id = order[first + i];
+    const uint64_t pos = options_.shard.position(first + i);
+    const uint64_t id = order[pos];
     slot.ids[i] = id;
     slot.bytes[i] = storage_.SampleBytes(id);
     slot.labels[i] = storage_.Label(id);
     slot.attempts[i] = 0;
     slot.skipped[i] = 0;
-    slot.access[i] = epoch * order.size() + first + i;
+    slot.access[i] = epoch * order.size() + pos;
     std::byte* dst = slot.raw_at(i, plan_.raw_stride);
     const double lookup_start = options_.trace ? MonotonicSeconds() : 0;
     const Cache::Found found = cache_.Lookup(id, dst, slot.access[i]);

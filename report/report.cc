@@ -10,10 +10,10 @@ namespace stallscope {
 namespace {
 
 nlohmann::json StallJson(const StageSeconds& s) {
-  return {{"fetch", s.fetch},
-          {"preprocess", s.preprocess},
-          {"transfer", s.transfer},
-          {"other", s.other}};
+  nlohmann::json j = nlohmann::json::object();
+  const auto parts = s.parts();
+  for (int i = 0; i < kStallStages; ++i) j[kStallStageNames[i]] = parts[i];
+  return j;
 }
 
 nlohmann::json Capacity(const std::optional<double>& c) {
@@ -47,6 +47,44 @@ static nlohmann::json GpuToJson(const VariantResult& v) {
         {"curve", curve}}},
       {"notes", g.notes},
   };
+}
+
+nlohmann::json RankToJson(const RankResult& r) {
+  return {{"rank", r.rank},
+          {"node", r.node},
+          {"gpu_idle_fraction", r.gpu_idle_fraction},
+          {"au", r.au},
+          {"window_seconds", r.window_seconds},
+          {"samples_per_second", r.samples_per_second},
+          {"stall_seconds", StallJson(r.stall)},
+          {"cache_hit_ratio", r.cache_hit_ratio},
+          {"samples_delivered", r.samples_delivered},
+          {"samples_verified", r.samples_verified},
+          {"integrity_errors", r.integrity_errors},
+          {"samples_skipped", r.samples_skipped},
+          {"read_errors", r.read_errors},
+          {"bottleneck", {{"stage", r.bottleneck_stage}, {"text", r.bottleneck_text}}}};
+}
+
+RankResult RankFromJson(const nlohmann::json& j) {
+  RankResult r;
+  j.at("rank").get_to(r.rank);
+  j.at("node").get_to(r.node);
+  j.at("gpu_idle_fraction").get_to(r.gpu_idle_fraction);
+  j.at("au").get_to(r.au);
+  j.at("window_seconds").get_to(r.window_seconds);
+  j.at("samples_per_second").get_to(r.samples_per_second);
+  const nlohmann::json& st = j.at("stall_seconds");
+  r.stall = {st.at("fetch"), st.at("preprocess"), st.at("transfer"), st.at("sync"), st.at("other")};
+  j.at("cache_hit_ratio").get_to(r.cache_hit_ratio);
+  j.at("samples_delivered").get_to(r.samples_delivered);
+  j.at("samples_verified").get_to(r.samples_verified);
+  j.at("integrity_errors").get_to(r.integrity_errors);
+  j.at("samples_skipped").get_to(r.samples_skipped);
+  j.at("read_errors").get_to(r.read_errors);
+  j.at("bottleneck").at("stage").get_to(r.bottleneck_stage);
+  j.at("bottleneck").at("text").get_to(r.bottleneck_text);
+  return r;
 }
 
 nlohmann::json VariantToJson(const VariantResult& v) {
@@ -129,6 +167,11 @@ nlohmann::json VariantToJson(const VariantResult& v) {
   }
   if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
   if (v.partial) out["partial"] = true;
+  if (!v.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankResult& r : v.ranks) ranks.push_back(RankToJson(r));
+    out["ranks"] = ranks;
+  }
   return out;
 }
 
@@ -222,6 +265,20 @@ void AddTierRows(VariantTable& table, const std::vector<VariantResult>& vs) {
   }
 }
 
+// Multi-rank runs: one row per rank, its idle, sync wait and own bottleneck stage.
+void AddRankRows(VariantTable& table, const std::vector<VariantResult>& vs) {
+  size_t ranks = 0;
+  for (const VariantResult& v : vs) ranks = std::max(ranks, v.ranks.size());
+  for (size_t k = 0; k < ranks; ++k) {
+    table.Add(fmt::format("rank {} idle / sync / stage", k), [k](const VariantResult& v) {
+      if (k >= v.ranks.size()) return std::string("-");
+      const RankResult& r = v.ranks[k];
+      return fmt::format("{} / {:.2f} s / {}", Percent(r.gpu_idle_fraction), r.stall.sync,
+                         r.bottleneck_stage);
+    });
+  }
+}
+
 // With cost.gpu_hour on the first variant: idle time in dollars, and what each saves.
 void AddCostRows(VariantTable& table, const std::vector<VariantResult>& vs) {
   if (vs.empty() || !vs.front().gpu_hour_cost) return;
@@ -285,6 +342,10 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   table.Add("stall preprocess (s)",
             [&](const VariantResult& v) { return secs(v.stall.preprocess); });
   table.Add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
+  if (std::any_of(vs.begin(), vs.end(),
+                  [](const VariantResult& v) { return v.ranks.size() > 1; })) {
+    table.Add("stall sync (s)", [&](const VariantResult& v) { return secs(v.stall.sync); });
+  }
   table.Add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
   table.Add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
   table.Add("cache hit", [&](const VariantResult& v) {
@@ -310,6 +371,7 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   }
   AddCostRows(table, vs);
   AddGpuRows(table, vs);
+  AddRankRows(table, vs);
 
   std::string out = table.Text() + "\n";
   for (const VariantResult& v : vs) {

@@ -13,6 +13,9 @@
 namespace stallscope {
 
 nlohmann::json VariantToJson(const VariantResult& v);
+// One rank of a multi-rank run (the `ranks` array), and back (rank 0 gathers them).
+nlohmann::json RankToJson(const RankResult& r);
+RankResult RankFromJson(const nlohmann::json& j);
 // {"scenario", "mode", "device", "variants": [...]}.
 nlohmann::json ResultDocument(const std::string& scenario, const std::string& mode,
                               const std::vector<VariantResult>& variants);

@@ -74,11 +74,10 @@ void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::
     span(kCopyTid, fmt::format("H2D {}", k), "transfer", b[k].copy_start, b[k].copy_done, {});
     if (k <= run.warmup_steps) continue;
     // The stall before step k, split as the analysis splits it, laid end to end.
-    const StageSeconds split = SplitStall(b[k - 1].step_end, b[k]);
-    const double lengths[] = {split.fetch, split.preprocess, split.transfer, split.other};
-    const char* stages[] = {"fetch", "preprocess", "transfer", "other"};
+    const auto lengths = SplitStall(b[k - 1].step_end, b[k]).parts();
+    const auto& stages = kStallStageNames;
     double from = b[k - 1].step_end;
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < kStallStages; ++s) {
       const double to = from + lengths[s];
       if (to > from) {
         span(kComputeTid, std::string("stall: ") + stages[s], "stall", from, to,

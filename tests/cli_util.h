@@ -36,12 +36,11 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs `stallscope ARGS` through the shell, prefixed by `prefix` (e.g. a privilege drop).
-inline Result Stallscope(const std::string& args, const std::string& prefix = "") {
+// Runs `command` through the shell, stdin empty.
+inline Result Command(const std::string& command) {
   const std::string err_file =
       std::filesystem::temp_directory_path() / ("stallscope-cli-err-" + std::to_string(getpid()));
-  const std::string cmd =
-      prefix + " " + STALLSCOPE_BIN + " " + args + " 2>" + err_file + " </dev/null";
+  const std::string cmd = command + " 2>" + err_file + " </dev/null";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -53,6 +52,11 @@ inline Result Stallscope(const std::string& args, const std::string& prefix = ""
   r.err.assign(std::istreambuf_iterator<char>(in), {});
   std::filesystem::remove(err_file);
   return r;
+}
+
+// Runs `stallscope ARGS` through the shell, prefixed by `prefix` (e.g. a privilege drop).
+inline Result Stallscope(const std::string& args, const std::string& prefix = "") {
+  return Command(prefix + " " + STALLSCOPE_BIN + " " + args);
 }
 
 // Starts ARGS (args[0] is the program) in the background, output discarded; returns its pid.

@@ -369,44 +369,6 @@ run: {epochs: 1, verify: false}
 namespace stallscope {
 namespace {
 
-// What reached the device, row by row: each row's first 8 bytes name the sample (content is
-// keyed by sample, so the word is unique), checked against the sampler's plan per epoch.
-class RecordingDevice final : public Device {
- public:
-  explicit RecordingDevice(const SyntheticDataset& d) {
-    std::vector<std::byte> w(8);
-    for (uint64_t id = 0; id < d.dataset.samples; ++id) {
-      const uint64_t key = ContentKey(d.seed, id);
-      FillContent(key, w, LabelOf(key, d.dataset.classes));
-      uint64_t word;
-      std::memcpy(&word, w.data(), 8);
-      by_word_[word] = id;
-    }
-  }
-  std::string name() const override { return "recording"; }
-  void Prepare(uint64_t, uint32_t) override {}
-  double CopyIn(int, const DeviceBatch& b) override {
-    std::vector<int64_t> ids;
-    for (uint32_t r = 0; r < b.samples; ++r) {
-      uint64_t word;
-      std::memcpy(&word, b.data + r * b.row_bytes, 8);
-      auto it = by_word_.find(word);
-      ids.push_back(it == by_word_.end() ? -1 : static_cast<int64_t>(it->second));
-    }
-    batches_.push_back(std::move(ids));
-    return 0;
-  }
-  StepTiming Step(int, const DeviceBatch&, double earliest) override {
-    return {earliest, earliest + 1e-4, 1e-4};
-  }
-  double nominal_step_seconds() const override { return 1e-4; }
-  const std::vector<std::vector<int64_t>>& batches() const { return batches_; }
-
- private:
-  std::map<uint64_t, uint64_t> by_word_;
-  std::vector<std::vector<int64_t>> batches_;
-};
-
 // Exactly once, under faults: per epoch every planned sample reaches the device once or is
 // listed as skipped — never twice, never silently missing — and no row is stale.
 TEST(ExactlyOnce, EveryEpochDeliversThePlanOnceOrSaysWhatItSkipped) {
@@ -422,7 +384,7 @@ gpu: {step_time: 0ms}
 run: {epochs: 3, verify: true}
 )");
     auto storage = MakeStorage(s, true);
-    RecordingDevice device({.dataset = s.dataset, .seed = s.seed});
+    testing::RecordingDevice device({.dataset = s.dataset, .seed = s.seed});
     const VariantResult v = RunVariant(s, *storage, device, RunHooks{.quiet = true});
     EXPECT_EQ(v.integrity_errors, 0u) << on_error;
     std::multiset<int64_t> skipped(v.skipped_samples.begin(), v.skipped_samples.end());

@@ -14,6 +14,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   liburing-dev libyaml-cpp-dev prometheus-cpp-dev libboost-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libturbojpeg0-dev libfmt-dev
+  openmpi-bin libopenmpi-dev
 )
 
 stallscope_install_missing() {

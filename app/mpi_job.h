@@ -1,0 +1,52 @@
+// MpiJob: this process's place in a multi-rank run started by an MPI launcher (`mpirun -np N
+// stallscope run ...`, `srun`), and the few collectives a run needs: the per-step barrier of
+// synchronous steps, agreement on set-up errors, and gathering every rank's result at rank 0.
+// Open MPI does the launching and the rendezvous; stallscope writes no transport of its own.
+//
+// A process not started by a launcher never initializes MPI: FromLauncher() returns nullptr
+// and a run is one rank, as before.
+//
+// Thread-safety: MPI is initialized with MPI_THREAD_FUNNELED; every method is called from
+// main's thread (the pipeline's device thread is main's thread).
+#ifndef STALLSCOPE_APP_MPI_JOB_H_
+#define STALLSCOPE_APP_MPI_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/options.h"
+
+namespace stallscope {
+
+class MpiJob final : public StepSync {
+ public:
+  // The job when this process was started by an MPI launcher (Open MPI's
+  // OMPI_COMM_WORLD_SIZE, PMI_SIZE of Hydra and Slurm's PMI2, PMIX_RANK), initializing MPI
+  // on the first call; nullptr otherwise. MPI is finalized at exit.
+  static MpiJob* FromLauncher();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  RankShard shard() const { return {static_cast<uint32_t>(rank_), static_cast<uint32_t>(size_)}; }
+
+  // StepSync: an all-reduce of the stop flags, which is also the step's barrier.
+  bool Arrive(uint64_t step, bool stopping) override;
+  void Barrier();
+  // True on every rank when any rank passed true.
+  bool AnyRank(bool flag);
+  // Every rank's `text` at rank 0, in rank order; an empty vector on the other ranks.
+  std::vector<std::string> GatherAtRoot(const std::string& text);
+  // Ends every rank of the job (a rank that cannot go on while the others wait in a
+  // collective): MPI_Abort with `code`.
+  [[noreturn]] void Abort(int code);
+
+ private:
+  MpiJob() = default;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_APP_MPI_JOB_H_

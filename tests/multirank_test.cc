@@ -1,0 +1,207 @@
+// Multi-rank runs as users start them: `mpirun` (Open MPI; --oversubscribe, and as root its
+// run-as-root switches) launching the ranks as separate processes on this host, each with its
+// own loader and emulated device, steps meeting at an MPI all-reduce.
+//
+// Ground truth comes from the test's own set-up: which sample a row holds is read back from
+// its content (the dataset's bytes name their sample), and the straggler is the rank whose
+// storage the test slowed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "pipeline/analysis.h"
+#include "pipeline/sampler.h"
+#include "report/report.h"
+#include "tests/cli_util.h"
+
+namespace stallscope::cli {
+namespace {
+
+// mpirun for `ranks` ranks, root allowed; `quiet`: none of its own banners (-q, which also
+// hides its note on which rank died).
+std::string Mpirun(int ranks, bool quiet = true) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return std::string("mpirun --oversubscribe ") + (quiet ? "-q " : "") + "-np " +
+         std::to_string(ranks);
+}
+
+class MultiRank : public Cli {
+ protected:
+  // Each rank's delivered ids per step, and its result.
+  struct Rank {
+    std::vector<std::pair<uint32_t, std::vector<int64_t>>> steps;
+    RankResult result;
+  };
+  std::vector<Rank> RunRanks(int ranks, const std::string& yaml, const std::string& mode = "") {
+    const std::string file = Write("ranks.yaml", yaml);
+    const std::string out = (dir_.path() / "out").string();
+    std::filesystem::create_directories(out);
+    const Result r = Command(Mpirun(ranks) + " " + RANK_MAIN + " " + file + " " + out + " " + mode);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::vector<Rank> all(ranks);
+    for (int k = 0; k < ranks; ++k) {
+      std::ifstream ids(out + "/rank-" + std::to_string(k) + ".txt");
+      std::string line;
+      while (std::getline(ids, line)) {
+        std::istringstream in(line);
+        uint32_t epoch;
+        in >> epoch;
+        std::vector<int64_t> row;
+        for (int64_t id; in >> id;) row.push_back(id);
+        all[k].steps.emplace_back(epoch, std::move(row));
+      }
+      std::ifstream json(out + "/rank-" + std::to_string(k) + ".json");
+      all[k].result = RankFromJson(nlohmann::json::parse(json));
+    }
+    return all;
+  }
+};
+
+// Every sample of every epoch reaches exactly one rank, verified; the remainder (the last
+// samples mod ranks positions of the epoch's order) reaches none.
+TEST_F(MultiRank, EverySampleOfEveryEpochReachesExactlyOneRank) {
+  constexpr int64_t kSamples = 1000;
+  const std::string yaml = R"(seed: 7
+dataset: {samples: 1000, sample_size: 4KiB, classes: 10}
+storage: {kind: simulated, latency: {p50: 100us, p99: 300us}}
+loader: {batch_size: 32, prefetch: 3, workers: 2, preprocess: none}
+gpu: {step_time: 1ms}
+run: {epochs: 3, verify: true}
+)";
+  for (int ranks : {2, 3}) {
+    const std::vector<Rank> all = RunRanks(ranks, yaml);
+    const int64_t per_rank = kSamples / ranks;
+    const Sampler sampler(kSamples, 7);
+    std::vector<uint64_t> order;
+    for (uint32_t e = 0; e < 3; ++e) {
+      std::map<int64_t, int> seen;
+      for (const Rank& r : all) {
+        for (const auto& [epoch, ids] : r.steps) {
+          if (epoch != e) continue;
+          for (int64_t id : ids) {
+            ASSERT_GE(id, 0) << "a row that is no sample's content, " << ranks << " ranks";
+            ASSERT_EQ(++seen[id], 1) << "sample " << id << " twice in epoch " << e;
+          }
+        }
+      }
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), per_rank * ranks) << ranks << " ranks";
+      sampler.Order(e, order);
+      for (int64_t pos = per_rank * ranks; pos < kSamples; ++pos) {
+        EXPECT_EQ(seen.count(static_cast<int64_t>(order[pos])), 0u)
+            << "the remainder's sample at position " << pos << " was read";
+      }
+    }
+    for (const Rank& r : all) {
+      EXPECT_EQ(r.result.samples_delivered, static_cast<uint64_t>(per_rank * 3));
+      EXPECT_EQ(r.result.samples_verified, r.result.samples_delivered);
+      EXPECT_EQ(r.result.integrity_errors, 0u);
+    }
+  }
+}
+
+// Rank 1's storage is slowed to a quarter of what its GPU consumes (the test's own set-up);
+// rank 0's storage has 2x to spare. The job runs at rank 1's pace: rank 0 idles as much,
+// and its idle is waiting for rank 1 (sync), not its own loader; the verdict names rank 1.
+TEST_F(MultiRank, AStragglersPeersWaitAsSyncAndTheVerdictNamesIt) {
+  // Demand per rank: 16 x 64 KiB / 10 ms = 105 MB/s; storage 210 MB/s, rank 1's 26 MB/s.
+  const std::vector<Rank> all = RunRanks(2, R"(
+dataset: {samples: 1600, sample_size: 64KiB}
+storage: {kind: simulated, bandwidth: 210MB/s, max_inflight: 64}
+loader: {batch_size: 16, prefetch: 2, workers: 1, preprocess: none}
+gpu: {step_time: 10ms}
+run: {epochs: 1, verify: false}
+)",
+                                         "straggler");
+  const RankResult& fast = all[0].result;
+  const RankResult& slow = all[1].result;
+  // Rank 1 delivers a quarter of the demand: ~75% idle, all of it its own fetch.
+  EXPECT_GT(slow.gpu_idle_fraction, 0.6);
+  EXPECT_GT(slow.stall.fetch, 0.8 * slow.gpu_idle_fraction * slow.window_seconds);
+  EXPECT_LT(slow.stall.sync, 0.1 * slow.stall.fetch);
+  // Rank 0 idles with it, waiting at the barrier.
+  EXPECT_NEAR(fast.gpu_idle_fraction, slow.gpu_idle_fraction, 0.05);
+  EXPECT_GT(fast.stall.sync, 0.8 * fast.gpu_idle_fraction * fast.window_seconds);
+  VariantResult job;
+  CombineRanks(job, {fast, slow});
+  EXPECT_EQ(job.bottleneck_stage, "sync") << job.bottleneck_text;
+  EXPECT_NE(job.bottleneck_text.find("rank 1 (it waited"), std::string::npos)
+      << job.bottleneck_text;
+}
+
+constexpr const char* kTwoRanks = R"(name: two
+dataset: {samples: 1001, sample_size: 16KiB}
+storage: {kind: simulated, bandwidth: 400MB/s}
+loader: {batch_size: 25, prefetch: 2, workers: 1, preprocess: normalize}
+gpu: {step_time: 5ms}
+run: {epochs: 2}
+)";
+
+// `mpirun -np 2 stallscope run`: rank 0 writes one result, the job's and every rank's.
+TEST_F(MultiRank, RunWritesTheJobAndEveryRank) {
+  const std::string file = Write("two.yaml", kTwoRanks);
+  const std::string json = (dir_.path() / "r.json").string();
+  const Result r = Stallscope("run " + file + " --quiet --json " + json, Mpirun(2));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rank 1 idle / sync / stage"), std::string::npos) << r.out;
+  const auto v = nlohmann::json::parse(std::ifstream(json))["variants"][0];
+  EXPECT_EQ(v["gpus"], 2);
+  ASSERT_EQ(v["ranks"].size(), 2u);
+  // 1001 samples, 2 ranks: 500 each per epoch (one sample, the remainder, read by neither).
+  EXPECT_EQ(v["samples_delivered"], 2 * 500 * 2);
+  EXPECT_EQ(v["samples_verified"], 2 * 500 * 2);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(v["ranks"][k]["rank"], k);
+    EXPECT_EQ(v["ranks"][k]["samples_delivered"], 500 * 2);
+    EXPECT_TRUE(v["ranks"][k]["stall_seconds"].contains("sync"));
+  }
+}
+
+TEST_F(MultiRank, AClusterOfAnotherSizeIsRefusedOnceByRankZero) {
+  const std::string file = Write("two.yaml", kTwoRanks);
+  const Result r = Stallscope("run " + file + " --quiet --set cluster.nodes=3", Mpirun(2));
+  EXPECT_EQ(r.code, 2) << r.err;
+  const std::string needle = "this run was launched with 2";
+  const size_t first = r.err.find(needle);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(needle, first + 1), std::string::npos) << "printed twice: " << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// A rank killed mid-run ends the job within 10 s (nobody hangs in a collective), and the
+// launcher's message names the rank.
+TEST_F(MultiRank, ARankKilledMidRunEndsTheJobNamingTheRank) {
+  std::string yaml = kTwoRanks;
+  yaml.replace(yaml.find("epochs: 2"), 9, "epochs: 500");
+  const std::string file = Write("long.yaml", yaml);
+  Result r;
+  std::thread job([&] { r = Stallscope("run " + file + " --quiet", Mpirun(2, false)); });
+  // Rank 1 is the second stallscope process running this file.
+  pid_t victim = 0;
+  for (int i = 0; i < 200 && !victim; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    FILE* p =
+        popen(("pgrep -f '^" + std::string(STALLSCOPE_BIN) + " run " + file + "'").c_str(), "r");
+    std::vector<pid_t> pids;
+    for (int pid; fscanf(p, "%d", &pid) == 1;) pids.push_back(pid);
+    pclose(p);
+    if (pids.size() == 2) victim = std::max(pids[0], pids[1]);
+  }
+  ASSERT_NE(victim, 0) << "the two ranks never started";
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // mid-run
+  const auto killed = std::chrono::steady_clock::now();
+  kill(victim, SIGKILL);
+  job.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("process rank 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("signal 9"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace stallscope::cli
