@@ -39,6 +39,29 @@ void PrintBanner(const Scenario& s, const Storage& storage, const Cache& cache, 
                static_cast<unsigned long long>(p.total_steps()));
 }
 
+// The hooks every run's variant gets: the banner, the progress line, Ctrl-C, metrics, trace.
+RunHooks ConsoleHooks(const Scenario& s, bool quiet, const Device& device, StopOnSignal& stopper,
+                      ProgressLine& progress, Outputs& outputs) {
+  RunHooks hooks;
+  hooks.quiet = quiet;
+  hooks.on_start = [quiet, device = &device, stopper = &stopper, progress = &progress](
+                       const Scenario& sc, const Storage& st, const Cache& cache, Pipeline& p) {
+    stopper->Attach(&p);
+    if (!quiet) PrintBanner(sc, st, cache, p, *device);
+    progress->Start(sc.variant, p, sc.run.epochs);
+  };
+  hooks.on_finish = [stopper = &stopper, progress = &progress] {
+    stopper->Attach(nullptr);
+    progress->Stop();
+  };
+  hooks.observer = outputs.BeginVariant(s);
+  hooks.trace = outputs.trace();
+  hooks.on_record = [s = &s, outputs = &outputs](const RunRecord& record) {
+    outputs->Record(*s, record);
+  };
+  return hooks;
+}
+
 // A multi-rank run's scenario as rank `rank` of `ranks` runs it: a default 1 x 1 cluster
 // takes the launch's size (one node, `ranks` GPUs); a disk tier gets a directory of its
 // own per rank (rank-N under its path); simulated storage is split evenly between the ranks
@@ -113,26 +136,13 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     try {
       std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
       std::unique_ptr<Device> device = MakeDevice(s);
-      RunHooks hooks;
-      hooks.quiet = quiet;
+      RunHooks hooks = ConsoleHooks(s, quiet, *device, stopper, progress, *outputs);
       hooks.shard = job.shard();
       hooks.step_sync = &job;
-      hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache, Pipeline& p) {
-        stopper.Attach(&p);
-        if (!quiet) PrintBanner(sc, st, cache, p, *device);
-        progress.Start(sc.variant, p, sc.run.epochs);
-      };
-      hooks.on_finish = [&] {
-        stopper.Attach(nullptr);
-        progress.Stop();
-      };
       hooks.before_run = [&] {
         if (AnyRankRefused(job, "")) throw PeerRefused{};
         agreed = true;
       };
-      hooks.observer = outputs->BeginVariant(s);
-      hooks.trace = outputs->trace();
-      hooks.on_record = [&](const RunRecord& record) { outputs->Record(s, record); };
       v = RunVariant(s, *storage, *device, hooks);
       outputs->EndVariant(s);
     } catch (const PeerRefused&) {
@@ -192,20 +202,7 @@ int RunCommand(const RunCommandOptions& o) {
     const Scenario& s = scenarios[i];
     std::unique_ptr<Storage> storage = storages[i] ? std::move(storages[i]) : MakeStorage(s, quiet);
     std::unique_ptr<Device> device = MakeDevice(s);
-    RunHooks hooks;
-    hooks.quiet = quiet;
-    hooks.on_start = [&](const Scenario& sc, const Storage& st, const Cache& cache, Pipeline& p) {
-      stopper.Attach(&p);
-      if (!quiet) PrintBanner(sc, st, cache, p, *device);
-      progress.Start(sc.variant, p, sc.run.epochs);
-    };
-    hooks.on_finish = [&] {
-      stopper.Attach(nullptr);
-      progress.Stop();
-    };
-    hooks.observer = outputs.BeginVariant(s);
-    hooks.trace = outputs.trace();
-    hooks.on_record = [&](const RunRecord& record) { outputs.Record(s, record); };
+    const RunHooks hooks = ConsoleHooks(s, quiet, *device, stopper, progress, outputs);
     results.push_back(RunVariant(s, *storage, *device, hooks));
     outputs.EndVariant(s);
   }

@@ -375,7 +375,7 @@ RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node) {
   r.au = v.au;
   r.window_seconds = v.window_seconds;
   r.samples_per_second = v.samples_per_second;
-  r.stall = v.stall;
+  r.stall_seconds = v.stall;
   r.cache_hit_ratio = v.cache_hit_ratio;
   r.samples_delivered = v.samples_delivered;
   r.samples_verified = v.samples_verified;
@@ -399,8 +399,8 @@ void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
     idle += r.gpu_idle_fraction / n;
     au += r.au / n;
     hits += r.cache_hit_ratio / n;
-    stall.AddCharged(r.stall);
-    stall.other += r.stall.other;
+    stall.AddCharged(r.stall_seconds);
+    stall.other += r.stall_seconds.other;
     v.samples_per_second += r.samples_per_second;
     v.samples_delivered += r.samples_delivered;
     v.samples_verified += r.samples_verified;
@@ -418,13 +418,13 @@ void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
   if (idle >= 0.05 && s.sync > std::max({s.fetch, s.preprocess, s.transfer})) {
     const RankResult* straggler = &ranks[0];
     for (const RankResult& r : ranks) {
-      if (r.stall.sync < straggler->stall.sync) straggler = &r;
+      if (r.stall_seconds.sync < straggler->stall_seconds.sync) straggler = &r;
     }
     v.bottleneck_stage = "sync";
     v.bottleneck_text = fmt::format(
         "sync-bound: ranks wait {} on average for the slowest rank, rank {} (it waited {}); "
         "rank {}: {}",
-        FormatDuration(s.sync), straggler->rank, FormatDuration(straggler->stall.sync),
+        FormatDuration(s.sync), straggler->rank, FormatDuration(straggler->stall_seconds.sync),
         straggler->rank, straggler->bottleneck_text);
   }
   v.ranks = std::move(ranks);

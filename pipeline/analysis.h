@@ -93,7 +93,7 @@ struct RankResult {
   double au = 0;
   double window_seconds = 0;
   double samples_per_second = 0;
-  StageSeconds stall;
+  StageSeconds stall_seconds;
   double cache_hit_ratio = 0;
   uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
   uint64_t read_errors = 0;

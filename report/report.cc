@@ -7,14 +7,19 @@
 #include "base/units.h"
 
 namespace stallscope {
+
+// JSON of the analysis' structs, by field name (found by argument-dependent lookup, so in the
+// structs' own namespace). A rank's entry of the `ranks` array is read back by rank 0, so
+// both directions come from this one list.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sync, other)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au, window_seconds,
+                                   samples_per_second, stall_seconds, cache_hit_ratio,
+                                   samples_delivered, samples_verified, integrity_errors,
+                                   samples_skipped, read_errors, bottleneck_stage, bottleneck_text)
+
 namespace {
 
-nlohmann::json StallJson(const StageSeconds& s) {
-  nlohmann::json j = nlohmann::json::object();
-  const auto parts = s.parts();
-  for (int i = 0; i < kStallStages; ++i) j[kStallStageNames[i]] = parts[i];
-  return j;
-}
+nlohmann::json StallJson(const StageSeconds& s) { return s; }
 
 nlohmann::json Capacity(const std::optional<double>& c) {
   return c ? nlohmann::json(*c) : nlohmann::json(nullptr);
@@ -49,43 +54,9 @@ static nlohmann::json GpuToJson(const VariantResult& v) {
   };
 }
 
-nlohmann::json RankToJson(const RankResult& r) {
-  return {{"rank", r.rank},
-          {"node", r.node},
-          {"gpu_idle_fraction", r.gpu_idle_fraction},
-          {"au", r.au},
-          {"window_seconds", r.window_seconds},
-          {"samples_per_second", r.samples_per_second},
-          {"stall_seconds", StallJson(r.stall)},
-          {"cache_hit_ratio", r.cache_hit_ratio},
-          {"samples_delivered", r.samples_delivered},
-          {"samples_verified", r.samples_verified},
-          {"integrity_errors", r.integrity_errors},
-          {"samples_skipped", r.samples_skipped},
-          {"read_errors", r.read_errors},
-          {"bottleneck", {{"stage", r.bottleneck_stage}, {"text", r.bottleneck_text}}}};
-}
+nlohmann::json RankToJson(const RankResult& r) { return r; }
 
-RankResult RankFromJson(const nlohmann::json& j) {
-  RankResult r;
-  j.at("rank").get_to(r.rank);
-  j.at("node").get_to(r.node);
-  j.at("gpu_idle_fraction").get_to(r.gpu_idle_fraction);
-  j.at("au").get_to(r.au);
-  j.at("window_seconds").get_to(r.window_seconds);
-  j.at("samples_per_second").get_to(r.samples_per_second);
-  const nlohmann::json& st = j.at("stall_seconds");
-  r.stall = {st.at("fetch"), st.at("preprocess"), st.at("transfer"), st.at("sync"), st.at("other")};
-  j.at("cache_hit_ratio").get_to(r.cache_hit_ratio);
-  j.at("samples_delivered").get_to(r.samples_delivered);
-  j.at("samples_verified").get_to(r.samples_verified);
-  j.at("integrity_errors").get_to(r.integrity_errors);
-  j.at("samples_skipped").get_to(r.samples_skipped);
-  j.at("read_errors").get_to(r.read_errors);
-  j.at("bottleneck").at("stage").get_to(r.bottleneck_stage);
-  j.at("bottleneck").at("text").get_to(r.bottleneck_text);
-  return r;
-}
+RankResult RankFromJson(const nlohmann::json& j) { return j.get<RankResult>(); }
 
 nlohmann::json VariantToJson(const VariantResult& v) {
   nlohmann::json bytes = {{"storage", v.bytes_storage}};
@@ -273,7 +244,7 @@ void AddRankRows(VariantTable& table, const std::vector<VariantResult>& vs) {
     table.Add(fmt::format("rank {} idle / sync / stage", k), [k](const VariantResult& v) {
       if (k >= v.ranks.size()) return std::string("-");
       const RankResult& r = v.ranks[k];
-      return fmt::format("{} / {:.2f} s / {}", Percent(r.gpu_idle_fraction), r.stall.sync,
+      return fmt::format("{} / {:.2f} s / {}", Percent(r.gpu_idle_fraction), r.stall_seconds.sync,
                          r.bottleneck_stage);
     });
   }

@@ -128,11 +128,11 @@ run: {epochs: 1, verify: false}
   const RankResult& slow = all[1].result;
   // Rank 1 delivers a quarter of the demand: ~75% idle, all of it its own fetch.
   EXPECT_GT(slow.gpu_idle_fraction, 0.6);
-  EXPECT_GT(slow.stall.fetch, 0.8 * slow.gpu_idle_fraction * slow.window_seconds);
-  EXPECT_LT(slow.stall.sync, 0.1 * slow.stall.fetch);
+  EXPECT_GT(slow.stall_seconds.fetch, 0.8 * slow.gpu_idle_fraction * slow.window_seconds);
+  EXPECT_LT(slow.stall_seconds.sync, 0.1 * slow.stall_seconds.fetch);
   // Rank 0 idles with it, waiting at the barrier.
   EXPECT_NEAR(fast.gpu_idle_fraction, slow.gpu_idle_fraction, 0.05);
-  EXPECT_GT(fast.stall.sync, 0.8 * fast.gpu_idle_fraction * fast.window_seconds);
+  EXPECT_GT(fast.stall_seconds.sync, 0.8 * fast.gpu_idle_fraction * fast.window_seconds);
   VariantResult job;
   CombineRanks(job, {fast, slow});
   EXPECT_EQ(job.bottleneck_stage, "sync") << job.bottleneck_text;
