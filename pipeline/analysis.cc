@@ -144,6 +144,14 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
                                     Pct(1 - v.gpu_idle_fraction), headroom);
     return;
   }
+  // Multi-rank: this rank's batches were on the device; it waited for slower ranks.
+  if (v.stall.sync > std::max({v.stall.fetch, v.stall.preprocess, v.stall.transfer})) {
+    v.bottleneck_stage = "sync";
+    v.bottleneck_text =
+        fmt::format("sync-bound: this rank waited {} at the step barrier for slower ranks; {}",
+                    FormatDuration(v.stall.sync), headroom);
+    return;
+  }
   // Idle without a capacity deficit: latency that the prefetch depth does not hide.
   v.bottleneck_stage = most_stalled->name;
   v.bottleneck_text = fmt::format(

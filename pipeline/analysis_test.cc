@@ -495,6 +495,26 @@ TEST(AnalysisVerdict, AfterACacheFillsTheLaterEpochsStallsNameTheBottleneck) {
             "cache filled (fetch-stalled)");
 }
 
+// A rank whose batches are on its device 0.5 s before the barrier lets it step: its idle is
+// the wait for slower ranks, sync, and its verdict says so (not "fetch by latency").
+TEST(AnalysisVerdict, ARankWaitingAtTheBarrierIsSyncBound) {
+  // step k: batch on the device at 1.5k - 0.5, barrier passed and step run at 1.5k .. 1.5k+1.
+  std::vector<BatchRecord> b;
+  for (int k = 0; k < 5; ++k) {
+    const double start = 1.5 * k;
+    b.push_back(Batch(start - 1, start - 0.75, start - 0.625, start - 0.5, start, start + 1));
+    b.back().sync_done = start;
+  }
+  const VariantResult v = Analyze("rank", Record(b, 0.5), Inputs(1));
+  // Window 1.5 .. 7: 5.5 s, busy 4 s; each of the 3 gaps in it is 0.5 s, all sync.
+  EXPECT_DOUBLE_EQ(v.stall.sync, 1.5);
+  EXPECT_DOUBLE_EQ(v.stall.fetch + v.stall.preprocess + v.stall.transfer + v.stall.other, 0.0);
+  EXPECT_EQ(v.bottleneck_stage, "sync");
+  EXPECT_TRUE(v.bottleneck_text.starts_with(
+      "sync-bound: this rank waited 1.50 s at the step barrier for slower ranks"))
+      << v.bottleneck_text;
+}
+
 // ---------------------------------------------------------------------------------------
 // Quantile and input errors.
 
