@@ -6,12 +6,19 @@
 #ifndef STALLSCOPE_APP_ERRORS_H_
 #define STALLSCOPE_APP_ERRORS_H_
 
+#include <exception>
 #include <functional>
+#include <string>
 
 namespace stallscope {
 
 constexpr int kExitRunFailed = 1;
 constexpr int kExitBadInput = 2;
+
+// The one line an error prints (after "stallscope: "): a bad dataset directory says
+// "dataset: ", a run that failed "run failed: "; and its exit code.
+std::string ErrorMessage(const std::exception& e);
+int ExitCodeOf(const std::exception& e);
 
 int RunGuarded(const std::function<int()>& command);
 

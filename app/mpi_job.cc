@@ -43,8 +43,6 @@ MpiJob* MpiJob::FromLauncher() {
 
 bool MpiJob::Arrive(uint64_t, bool stopping) { return AnyRank(stopping); }
 
-void MpiJob::Barrier() { Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
-
 bool MpiJob::AnyRank(bool flag) {
   int in = flag ? 1 : 0, out = 0;
   Check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");

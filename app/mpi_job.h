@@ -32,7 +32,6 @@ class MpiJob final : public StepSync {
 
   // StepSync: an all-reduce of the stop flags, which is also the step's barrier.
   bool Arrive(uint64_t step, bool stopping) override;
-  void Barrier();
   // True on every rank when any rank passed true.
   bool AnyRank(bool flag);
   // Every rank's `text` at rank 0, in rank order; an empty vector on the other ranks.

@@ -16,7 +16,6 @@
 #include "app/signals.h"
 #include "base/units.h"
 #include "report/report.h"
-#include "storage/storage.h"
 
 namespace stallscope {
 namespace {
@@ -95,11 +94,6 @@ bool AnyRankRefused(MpiJob& job, const std::string& error) {
   return true;
 }
 
-std::string SetUpError(const std::exception& e) {
-  if (dynamic_cast<const StorageError*>(&e)) return std::string("dataset: ") + e.what();
-  return e.what();
-}
-
 // `mpirun -np N stallscope run`: this rank runs its shard of every variant; steps meet at an
 // MPI all-reduce; rank 0 gathers every rank's result and reports the job.
 int RunRanks(const RunCommandOptions& o, MpiJob& job) {
@@ -118,7 +112,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     if (!root) out = {.quiet = true};
     outputs = std::make_unique<Outputs>(out);
   } catch (const BadInput& e) {  // StorageError (a bad dataset directory) included
-    error = SetUpError(e);
+    error = ErrorMessage(e);
   }
   if (AnyRankRefused(job, error)) return kExitBadInput;
   const bool quiet = o.out.quiet || !root;
@@ -152,7 +146,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
         std::fprintf(stderr, "stallscope: rank %d: run failed: %s\n", job.rank(), e.what());
         job.Abort(kExitRunFailed);
       }
-      error = SetUpError(e);
+      error = ErrorMessage(e);
     }
     if (!agreed) {
       AnyRankRefused(job, error);

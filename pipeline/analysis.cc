@@ -178,7 +178,7 @@ StageSeconds SplitStall(double a, const BatchRecord& r) {
 
 namespace {
 
-// Busy, idle, AU, the stall split and the step waits over the measured window (steps w..n-1),
+// Busy, idle, AU and the step waits over the measured window (steps w..n-1),
 // and what the device measured of itself.
 void AnalyzeWindow(VariantResult& v, const RunRecord& run, size_t w) {
   const auto& b = run.batches;
@@ -190,10 +190,8 @@ void AnalyzeWindow(VariantResult& v, const RunRecord& run, size_t w) {
     window_samples += b[k].samples - b[k].skipped;
     if (k == w) continue;
     waits.push_back(std::max(0.0, b[k].step_start - b[k - 1].step_end));
-    v.stall.AddCharged(SplitStall(b[k - 1].step_end, b[k]));
   }
   const double idle_seconds = std::max(0.0, v.window_seconds - v.busy_seconds);
-  v.stall.other = std::max(0.0, idle_seconds - v.stall.charged());
   v.gpu_idle_fraction = v.window_seconds > 0 ? idle_seconds / v.window_seconds : 0;
   v.au = v.window_seconds > 0 ? v.busy_seconds / v.window_seconds : 1;
   v.samples_per_second = v.window_seconds > 0 ? window_samples / v.window_seconds : 0;
@@ -265,7 +263,8 @@ void AnalyzeTotals(VariantResult& v, const RunRecord& run, const AnalysisInputs&
   v.capacity_gpu = in.nominal_step_seconds > 0 ? in.batch_size / in.nominal_step_seconds : 0;
 }
 
-// Per epoch: idle, throughput, cache hit ratios and evictions.
+// Per epoch: idle, its stall split, throughput, cache hit ratios and evictions; the window's
+// stall split is the epochs' together.
 void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
   const auto& b = run.batches;
   const size_t n = b.size();
@@ -299,6 +298,7 @@ void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
     er.window_seconds = e_span[e];
     er.gpu_idle_fraction = e_span[e] > 0 ? std::max(0.0, 1 - e_busy[e] / e_span[e]) : 0;
     er.stall.other = std::max(0.0, std::max(0.0, e_span[e] - e_busy[e]) - er.stall.charged());
+    v.stall.AddCharged(er.stall);  // the window's split is the epochs' together
     er.samples_per_second = e_span[e] > 0 ? e_samples[e] / e_span[e] : 0;
     er.cache_hit_ratio = e_lookups[e] ? static_cast<double>(e_hits[e]) / e_lookups[e] : 0;
     for (size_t t = 0; t < tiers; ++t) {
@@ -309,6 +309,8 @@ void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
       if (e + 1 < ev.size() && t < ev[e].size()) te.evictions = ev[e + 1][t] - ev[e][t];
     }
   }
+  v.stall.other =
+      std::max(0.0, std::max(0.0, v.window_seconds - v.busy_seconds) - v.stall.charged());
 }
 
 // The timeline: busy time and queue samples per slice of the window.

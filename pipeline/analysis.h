@@ -31,7 +31,6 @@ constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "
 
 struct StageSeconds {
   double fetch = 0, preprocess = 0, transfer = 0, sync = 0, other = 0;
-  double total() const { return fetch + preprocess + transfer + sync + other; }
   std::array<double, kStallStages> parts() const {
     return {fetch, preprocess, transfer, sync, other};
   }

@@ -19,8 +19,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au
 
 namespace {
 
-nlohmann::json StallJson(const StageSeconds& s) { return s; }
-
 nlohmann::json Capacity(const std::optional<double>& c) {
   return c ? nlohmann::json(*c) : nlohmann::json(nullptr);
 }
@@ -83,7 +81,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                       {"cache_hit_ratio", e.cache_hit_ratio},
                       {"samples_per_second", e.samples_per_second},
                       {"window_seconds", e.window_seconds},
-                      {"stall_seconds", StallJson(e.stall)}});
+                      {"stall_seconds", e.stall}});
   }
   nlohmann::json timeline = nlohmann::json::array();
   for (const TimelinePoint& p : v.timeline) {
@@ -106,7 +104,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"samples_per_second", v.samples_per_second},
       {"bytes_per_second", v.bytes_per_second},
       {"bytes_read", bytes},
-      {"stall_seconds", StallJson(v.stall)},
+      {"stall_seconds", v.stall},
       {"bottleneck",
        {{"stage", v.bottleneck_stage},
         {"text", v.bottleneck_text},
