@@ -36,6 +36,12 @@ MpiJob* MpiJob::FromLauncher() {
     auto* j = new MpiJob();
     MPI_Comm_rank(MPI_COMM_WORLD, &j->rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &j->size_);
+    MPI_Comm host;
+    Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, j->rank_, MPI_INFO_NULL, &host),
+          "MPI_Comm_split_type");
+    MPI_Comm_rank(host, &j->local_rank_);
+    MPI_Comm_size(host, &j->local_size_);
+    MPI_Comm_free(&host);
     return j;
   }();
   return job;
@@ -47,6 +53,10 @@ bool MpiJob::AnyRank(bool flag) {
   int in = flag ? 1 : 0, out = 0;
   Check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return out != 0;
+}
+
+void MpiJob::Broadcast(void* data, size_t bytes) {
+  Check(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
 std::vector<std::string> MpiJob::GatherAtRoot(const std::string& text) {

@@ -28,12 +28,17 @@ class MpiJob final : public StepSync {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // This rank's index among the ranks on its host, and their number (MPI_COMM_TYPE_SHARED).
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
   RankShard shard() const { return {static_cast<uint32_t>(rank_), static_cast<uint32_t>(size_)}; }
 
   // StepSync: an all-reduce of the stop flags, which is also the step's barrier.
   bool Arrive(uint64_t step, bool stopping) override;
   // True on every rank when any rank passed true.
   bool AnyRank(bool flag);
+  // Rank 0's `bytes` bytes at `data` copied to every rank's `data`.
+  void Broadcast(void* data, size_t bytes);
   // Every rank's `text` at rank 0, in rank order; an empty vector on the other ranks.
   std::vector<std::string> GatherAtRoot(const std::string& text);
   // Ends every rank of the job (a rank that cannot go on while the others wait in a
@@ -44,6 +49,8 @@ class MpiJob final : public StepSync {
   MpiJob() = default;
   int rank_ = 0;
   int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
 };
 
 }  // namespace stallscope

@@ -129,13 +129,16 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     error.clear();
     try {
       std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
-      std::unique_ptr<Device> device = MakeDevice(s);
+      std::unique_ptr<Device> device = MakeDevice(s, job.local_rank(), job.local_size());
       RunHooks hooks = ConsoleHooks(s, quiet, *device, stopper, progress, *outputs);
       hooks.shard = job.shard();
       hooks.step_sync = &job;
       hooks.before_run = [&] {
-        if (AnyRankRefused(job, "")) throw PeerRefused{};
+        if (AnyRankRefused(job, "")) throw PeerRefused{};  // a rank's set-up failed
+        // Every rank is set up: the same collectives on every rank from here.
+        if (AnyRankRefused(job, MixedDevices(*device, job))) throw PeerRefused{};
         agreed = true;
+        JoinDataParallel(*device, job);
       };
       v = RunVariant(s, *storage, *device, hooks);
       outputs->EndVariant(s);

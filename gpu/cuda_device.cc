@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
@@ -56,6 +57,11 @@ struct CudaDevice::Impl {
   bool cupti = false;
   std::string cupti_note;
   std::vector<void*> pinned;
+  ncclComm_t nccl = nullptr;  // data-parallel only
+  std::unique_ptr<Event> reduce_start, reduce_end;
+  bool reduced = false;  // this step all-reduced (read its events after the step)
+  uint64_t allreduce_bytes = 0;
+  double allreduce_seconds = 0;
 
   // Seconds per training step of a model of `hidden` width (median of timed synthetic
   // steps after warm-up), or a negative value when it does not fit in device memory.
@@ -162,8 +168,13 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
         "none); use gpu.device: emulated, or auto to pick the GPU only where there is one",
         o.scenario_file.empty() ? "" : o.scenario_file + ": "));
   }
-  STALLSCOPE_CUDA(cudaSetDevice(0));
-  STALLSCOPE_CUDA(cudaGetDeviceProperties(&d.prop, 0));
+  if (o.gpu >= CudaDeviceCount()) {
+    throw CudaSetupError(fmt::format("{}gpu.device: cuda: GPU {} asked for, {} visible",
+                                     o.scenario_file.empty() ? "" : o.scenario_file + ": ", o.gpu,
+                                     CudaDeviceCount()));
+  }
+  STALLSCOPE_CUDA(cudaSetDevice(o.gpu));
+  STALLSCOPE_CUDA(cudaGetDeviceProperties(&d.prop, o.gpu));
   STALLSCOPE_CUDA(cudaFree(nullptr));  // create the context now, not on the first copy
   if (o.cupti) {
     d.cupti = CuptiRecorder::Instance().Start(&d.cupti_note);
@@ -206,6 +217,7 @@ CudaDevice::~CudaDevice() {
   if (d.compute_stream) cudaStreamSynchronize(d.compute_stream);
   if (d.copy_stream) cudaStreamSynchronize(d.copy_stream);
   d.model.reset();
+  if (d.nccl) ncclCommDestroy(d.nccl);
   for (void* p : d.pinned) cudaHostUnregister(p);
   for (uint32_t* p : d.pinned_labels) {
     if (p) cudaFreeHost(p);
@@ -218,6 +230,53 @@ CudaDevice::~CudaDevice() {
 std::string CudaDevice::name() const { return std::string("cuda:") + impl_->prop.name; }
 
 double CudaDevice::nominal_step_seconds() const { return impl_->step_seconds; }
+namespace {
+
+void CheckNccl(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) {
+    throw DeviceError(fmt::format("NCCL: {} failed: {}", what, ncclGetErrorString(r)));
+  }
+}
+
+}  // namespace
+
+std::array<char, DataParallelGroup::kIdBytes> CudaDevice::NewNcclId() {
+  static_assert(sizeof(ncclUniqueId) == DataParallelGroup::kIdBytes);
+  ncclUniqueId id;
+  CheckNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  std::array<char, DataParallelGroup::kIdBytes> out;
+  std::memcpy(out.data(), &id, out.size());
+  return out;
+}
+
+void CudaDevice::JoinDataParallel(const DataParallelGroup& g) {
+  Impl& d = *impl_;
+  STALLSCOPE_CUDA(cudaSetDevice(d.options.gpu));
+  if (g.hidden != d.model->padded_hidden()) {
+    d.shape.hidden = g.hidden;
+    d.step_seconds = d.MeasureStep(g.hidden, &d.model);
+    if (d.step_seconds < 0) {
+      throw DeviceError(fmt::format("rank 0's model width {} does not fit in {}'s free memory",
+                                    g.hidden, d.prop.name));
+    }
+  }
+  ncclUniqueId id;
+  std::memcpy(&id, g.nccl_id.data(), sizeof(id));
+  CheckNccl(ncclCommInitRank(&d.nccl, g.ranks, id, g.rank), "ncclCommInitRank");
+  d.reduce_start = std::make_unique<Event>();
+  d.reduce_end = std::make_unique<Event>();
+  d.model->ReduceGradients(
+      [&d](float* grads, uint64_t count, cudaStream_t stream) {
+        STALLSCOPE_CUDA(cudaEventRecord(d.reduce_start->get(), stream));
+        CheckNccl(ncclAllReduce(grads, grads, count, ncclFloat, ncclSum, d.nccl, stream),
+                  "ncclAllReduce");
+        STALLSCOPE_CUDA(cudaEventRecord(d.reduce_end->get(), stream));
+        d.allreduce_bytes += count * sizeof(float);
+        d.reduced = true;
+      },
+      g.ranks);
+}
+
 int CudaDevice::hidden_width() const { return impl_->model ? impl_->model->padded_hidden() : 0; }
 double CudaDevice::calibrated_step_seconds() const { return impl_->step_seconds; }
 
@@ -240,6 +299,8 @@ void CudaDevice::Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) {
   d.event_busy.clear();
   d.h2d_bytes = 0;
   d.h2d_event_seconds = 0;
+  d.allreduce_bytes = 0;
+  d.allreduce_seconds = 0;
   d.steps = 0;
   if (d.cupti) {  // drop the calibration's records
     std::vector<Interval> k, c;
@@ -298,6 +359,10 @@ StepTiming CudaDevice::Step(int buffer, const DeviceBatch& batch, double earlies
   const double busy = d.step_end->MillisecondsSince(*d.step_start) / 1000.0;
   d.event_busy.push_back(busy);
   t.busy = std::min(busy, t.end - t.start);
+  if (d.reduced) {
+    d.allreduce_seconds += d.reduce_end->MillisecondsSince(*d.reduce_start) / 1000.0;
+    d.reduced = false;
+  }
   ++d.steps;
   return t;
 }
@@ -308,6 +373,8 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   r.event_busy = d.event_busy;
   r.h2d_bytes = d.h2d_bytes;
   r.h2d_seconds = d.h2d_event_seconds;
+  r.allreduce_bytes = d.allreduce_bytes;
+  r.allreduce_seconds = d.allreduce_seconds;
   r.loss = d.model->Losses(d.steps);
   if (d.cupti) {
     std::vector<Interval> kernels, copies;

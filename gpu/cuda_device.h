@@ -12,11 +12,19 @@
 // event times kept as the cross-check. With gpu.model.hidden 0 the hidden width is calibrated
 // at construction so that one step takes gpu.step_time.
 //
+// Data-parallel (JoinDataParallel): after the backward pass the gradients are summed across
+// the ranks with ncclAllReduce on the compute stream, timed by CUDA events around it and
+// reported apart (DeviceReport::allreduce_seconds). The ranks meet at a host-timed MPI
+// barrier before every step (the pipeline's StepSync: the `sync` stall), so the all-reduce
+// starts with every peer present and its time is communication, not waiting; it stays in the
+// step's busy time (the GPU runs NCCL's kernel).
+//
 // Thread-safety: CopyIn() (copy thread) and Step() (device thread) run concurrently on
 // different buffers, as the Device interface allows; the rest is single-threaded.
 #ifndef STALLSCOPE_GPU_CUDA_DEVICE_H_
 #define STALLSCOPE_GPU_CUDA_DEVICE_H_
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +41,18 @@ struct CudaDeviceOptions {
   uint32_t batch_size = 0;    // REQUIRES > 0: the loader's batch_size (rows per step)
   uint64_t seed = 0;          // the scenario's seed (the model's initial weights)
   bool cupti = true;
+  int gpu = 0;  // the CUDA device index (a multi-rank run: the rank's index on its host)
+};
+
+// This device's place in a data-parallel job (multi-rank runs on CUDA devices): every rank
+// joins with the same NCCL id and width, and from then on each step all-reduces the model's
+// gradients with NCCL before the update.
+struct DataParallelGroup {
+  static constexpr size_t kIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
+  std::array<char, kIdBytes> nccl_id{};    // NewNcclId() on rank 0, the same bytes everywhere
+  int rank = 0;
+  int ranks = 1;
+  int hidden = 0;  // rank 0's (padded) hidden width: all replicas train one shape
 };
 
 // Thrown for what the user asked that this GPU cannot do (too large, unreachable step time):
@@ -55,6 +75,13 @@ class CudaDevice final : public Device {
   void PinHost(void* p, uint64_t bytes) override;
   void UnpinHost(void* p) override;
   DeviceReport Finish(std::vector<StepTiming>& steps) override;
+
+  // A new NCCL communicator id (rank 0 makes it; the launcher's MPI carries it to the rest).
+  static std::array<char, DataParallelGroup::kIdBytes> NewNcclId();
+  // Joins the data-parallel group: rebuilds the model at the group's width when this
+  // device's own calibration chose another, then creates the NCCL communicator (collective:
+  // every rank calls it). Afterwards DeviceReport::allreduce_* measure the all-reduces.
+  void JoinDataParallel(const DataParallelGroup& group);
 
   int hidden_width() const;
   double calibrated_step_seconds() const;

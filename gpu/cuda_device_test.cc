@@ -13,6 +13,7 @@
 #include "gpu/cuda_util.h"
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
+#include "gpu/kernels/training.h"
 #include "gpu/mlp_model.h"
 
 namespace stallscope::gpu {
@@ -119,6 +120,38 @@ TEST(MlpModel, OwnGemmMatchesCublas) {
     EXPECT_NEAR(losses[0][i], losses[1][i], 1e-3 * std::abs(losses[0][i])) << "step " << i;
   }
   EXPECT_LT(losses[0][4], losses[0][0]);  // memorizing one batch: the loss falls
+}
+
+// Data-parallel training applies the mean of the replicas' summed gradients: with a reducer
+// that sums two identical replicas (doubles the gradients in place), the model trains exactly
+// as one replica does; a reducer that forgets to sum (halving the step) does not.
+TEST(MlpModel, DataParallelUpdateIsTheMeanOfTheSummedGradients) {
+  REQUIRE_GPU();
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  const MlpShape shape{128, 256, 256, 3, 10};
+  auto train = [&](int mode) {  // 0: one replica; 1: two, summed; 2: two, not summed
+    MlpModel m(shape, false, h, nullptr, 5);
+    uint64_t reduced = 0;
+    if (mode > 0) {
+      m.ReduceGradients(
+          [&, mode](float* g, uint64_t n, cudaStream_t stream) {
+            reduced += n;
+            // g -= (-1) × g: the sum of two identical replicas' gradients.
+            if (mode == 1) STALLSCOPE_CUDA(SgdUpdate(g, g, static_cast<int64_t>(n), -1.0f, stream));
+          },
+          2);
+    }
+    for (int i = 0; i < 5; ++i) m.EnqueueSyntheticStep(i);
+    if (mode > 0) EXPECT_EQ(reduced, 5 * m.parameter_count());
+    return m.Losses(5);
+  };
+  const std::vector<float> one = train(0), summed = train(1), unsummed = train(2);
+  cublasDestroy(h);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(summed[i], one[i], 1e-4 * std::abs(one[i])) << "step " << i;
+  }
+  EXPECT_GT(std::abs(unsummed[4] - one[4]), 1e-3 * std::abs(one[4]));
 }
 
 const char* kComputeBound = R"(

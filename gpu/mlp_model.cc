@@ -129,6 +129,20 @@ void MlpModel::EnqueueSyntheticStep(uint64_t step) {
   Train(shape_.batch, synthetic_labels_.get(), step);
 }
 
+uint64_t MlpModel::parameter_count() const {
+  uint64_t n = 0;
+  for (size_t l = 0; l + 1 < dims_.size(); ++l) {
+    n += static_cast<uint64_t>(dims_[l]) * dims_[l + 1] + dims_[l + 1];
+  }
+  return n;
+}
+
+void MlpModel::ReduceGradients(GradientReduce reduce, int ranks) {
+  reduce_ = std::move(reduce);
+  ranks_ = std::max(ranks, 1);
+  all_grads_ = DeviceBuffer<float>(parameter_count());
+}
+
 void MlpModel::Train(int samples, const uint32_t* labels, uint64_t step) {
   const int b = Pad(shape_.batch);
   const int layers = static_cast<int>(weights_.size());
@@ -144,19 +158,39 @@ void MlpModel::Train(int samples, const uint32_t* labels, uint64_t step) {
   float* da = grad_[1].get();
   STALLSCOPE_CUDA(SoftmaxCrossEntropy(acts_[layers].get(), labels, b, dims_[layers], samples,
                                       shape_.classes, dz, loss, stream_));
+  // Single replica: each layer's update follows its gradients (one dW buffer for all).
+  // Data-parallel: every layer's gradients land in all_grads_, are summed across the
+  // replicas, and the updates follow with the mean (lr / ranks).
+  std::vector<float*> dw(layers), db(layers);
+  float* next = all_grads_.get();
   for (int l = layers - 1; l >= 0; --l) {
     const int n_in = dims_[l], n_out = dims_[l + 1];
-    Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dweight_.get());  // dW = Aᵀ·dZ
-    STALLSCOPE_CUDA(ColumnSums(dz, b, n_out, dbias_.get(), stream_));
+    if (reduce_) {
+      dw[l] = next;
+      db[l] = next + static_cast<uint64_t>(n_in) * n_out;
+      next = db[l] + n_out;
+    } else {
+      dw[l] = dweight_.get();
+      db[l] = dbias_.get();
+    }
+    Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);  // dW = Aᵀ·dZ
+    STALLSCOPE_CUDA(ColumnSums(dz, b, n_out, db[l], stream_));
     if (l > 0) {
       Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
       STALLSCOPE_CUDA(ReluBackward(da, acts_[l].get(), static_cast<int64_t>(b) * n_in, stream_));
     }
-    STALLSCOPE_CUDA(SgdUpdate(weights_[l].get(), dweight_.get(), static_cast<int64_t>(n_in) * n_out,
-                              lr_, stream_));
-    STALLSCOPE_CUDA(SgdUpdate(biases_[l].get(), dbias_.get(), n_out, lr_, stream_));
+    if (!reduce_) Update(l, dw[l], db[l], lr_);
     std::swap(dz, da);
   }
+  if (!reduce_) return;
+  reduce_(all_grads_.get(), parameter_count(), stream_);
+  for (int l = 0; l < layers; ++l) Update(l, dw[l], db[l], lr_ / static_cast<float>(ranks_));
+}
+
+void MlpModel::Update(int l, const float* dw, const float* db, float lr) {
+  STALLSCOPE_CUDA(
+      SgdUpdate(weights_[l].get(), dw, static_cast<int64_t>(dims_[l]) * dims_[l + 1], lr, stream_));
+  STALLSCOPE_CUDA(SgdUpdate(biases_[l].get(), db, dims_[l + 1], lr, stream_));
 }
 
 std::vector<float> MlpModel::Losses(uint64_t steps) {

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "gpu/cuda_util.h"
@@ -43,6 +44,15 @@ class MlpModel {
   // Enqueues a step on the model's own random input (calibration, tests).
   void EnqueueSyntheticStep(uint64_t step);
 
+  // Data-parallel training: from now on every step's gradients (all layers' weights and
+  // biases, one contiguous float array) are handed to `reduce` on the model's stream after
+  // the backward pass, which must leave their sum over the `ranks` replicas in place (an
+  // all-reduce); the update then applies their mean. Allocates the gradient array.
+  using GradientReduce = std::function<void(float* gradients, uint64_t count, cudaStream_t)>;
+  void ReduceGradients(GradientReduce reduce, int ranks);
+  // Floats in the gradient array (all parameters, padded shapes).
+  uint64_t parameter_count() const;
+
   // Mean losses of steps [0, steps) (copied back; synchronizes the stream).
   std::vector<float> Losses(uint64_t steps);
 
@@ -54,6 +64,8 @@ class MlpModel {
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
             float* c);
   void Train(int samples, const uint32_t* labels, uint64_t step);
+  // SGD on layer l's weights and biases from gradients `dw`, `db`.
+  void Update(int l, const float* dw, const float* db, float lr);
 
   MlpShape shape_;
   bool own_;
@@ -67,6 +79,9 @@ class MlpModel {
   DeviceBuffer<float> grad_[2], dweight_, dbias_, scratch_a_, scratch_b_;
   DeviceBuffer<float> losses_;
   DeviceBuffer<uint32_t> synthetic_labels_;
+  GradientReduce reduce_;  // set for data-parallel training
+  int ranks_ = 1;
+  DeviceBuffer<float> all_grads_;  // data-parallel: layer l's dW then db, layer by layer
 };
 
 }  // namespace stallscope::gpu

@@ -394,6 +394,7 @@ RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node) {
   r.read_errors = v.read_errors;
   r.bottleneck_stage = v.bottleneck_stage;
   r.bottleneck_text = v.bottleneck_text;
+  r.allreduce_seconds = v.gpu.allreduce_seconds;
   return r;
 }
 

@@ -97,6 +97,7 @@ struct RankResult {
   uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
   uint64_t read_errors = 0;
   std::string bottleneck_stage, bottleneck_text;  // this rank's own verdict
+  double allreduce_seconds = 0;  // CUDA data-parallel: its gradient all-reduces on the GPU
 };
 
 struct VariantResult {

@@ -50,6 +50,8 @@ struct DeviceReport {
   uint64_t h2d_bytes = 0;          // batches copied host to device
   double h2d_seconds = 0;          // copy-engine time of those copies
   double h2d_overlap_seconds = 0;  // of which a training kernel ran at the same time
+  uint64_t allreduce_bytes = 0;    // data-parallel: gradient bytes all-reduced
+  double allreduce_seconds = 0;    // their time on the GPU (CUDA events around each)
   std::vector<float> loss;         // per step: mean training loss of the batch
   std::vector<std::pair<std::string, double>> facts;  // e.g. model width, calibrated step
   std::vector<std::string> notes;                     // e.g. why CUPTI was not used

@@ -15,7 +15,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sy
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au, window_seconds,
                                    samples_per_second, stall_seconds, cache_hit_ratio,
                                    samples_delivered, samples_verified, integrity_errors,
-                                   samples_skipped, read_errors, bottleneck_stage, bottleneck_text)
+                                   samples_skipped, read_errors, bottleneck_stage, bottleneck_text,
+                                   allreduce_seconds)
 
 namespace {
 
@@ -42,6 +43,11 @@ static nlohmann::json GpuToJson(const VariantResult& v) {
         {"seconds", g.h2d_seconds},
         {"bytes_per_second", g.h2d_seconds > 0 ? g.h2d_bytes / g.h2d_seconds : 0.0},
         {"overlap_fraction", g.h2d_seconds > 0 ? g.h2d_overlap_seconds / g.h2d_seconds : 0.0}}},
+      {"allreduce",
+       {{"bytes", g.allreduce_bytes},
+        {"seconds", g.allreduce_seconds},
+        {"bytes_per_second",
+         g.allreduce_seconds > 0 ? g.allreduce_bytes / g.allreduce_seconds : 0.0}}},
       {"model", model},
       {"loss",
        {{"first", v.loss_first},
@@ -246,6 +252,16 @@ void AddRankRows(VariantTable& table, const std::vector<VariantResult>& vs) {
                          r.bottleneck_stage);
     });
   }
+  const bool reduced = std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) {
+    return std::any_of(v.ranks.begin(), v.ranks.end(),
+                       [](const RankResult& r) { return r.allreduce_seconds > 0; });
+  });
+  for (size_t k = 0; reduced && k < ranks; ++k) {
+    table.Add(fmt::format("rank {} all-reduce (s)", k), [k](const VariantResult& v) {
+      return k < v.ranks.size() ? fmt::format("{:.3f}", v.ranks[k].allreduce_seconds)
+                                : std::string("-");
+    });
+  }
 }
 
 // With cost.gpu_hour on the first variant: idle time in dollars, and what each saves.
@@ -282,6 +298,13 @@ void AddGpuRows(VariantTable& table, const std::vector<VariantResult>& vs) {
     return fmt::format("{:.1f}, {}", s > 0 ? v.gpu.h2d_bytes / s / 1e9 : 0.0,
                        Percent(s > 0 ? v.gpu.h2d_overlap_seconds / s : 0.0));
   });
+  if (std::any_of(vs.begin(), vs.end(),
+                  [](const VariantResult& v) { return v.gpu.allreduce_bytes > 0; })) {
+    gpu("all-reduce s, GB/s (rank 0)", [](const VariantResult& v) {
+      const double s = v.gpu.allreduce_seconds;
+      return fmt::format("{:.3f}, {:.1f}", s, s > 0 ? v.gpu.allreduce_bytes / s / 1e9 : 0.0);
+    });
+  }
   gpu("loss first / last", [](const VariantResult& v) {
     return fmt::format("{:.3f} / {:.3f}", v.loss_first, v.loss_last);
   });

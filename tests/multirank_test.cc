@@ -12,6 +12,9 @@
 #include <map>
 #include <thread>
 
+#ifdef STALLSCOPE_HAVE_CUDA
+#include "gpu/cuda_util.h"
+#endif
 #include "pipeline/analysis.h"
 #include "pipeline/sampler.h"
 #include "report/report.h"
@@ -209,6 +212,61 @@ TEST_F(MultiRank, ARankKilledMidRunEndsTheJobNamingTheRank) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("process rank 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("signal 9"), std::string::npos) << r.err;
+}
+
+int GpusVisible() {
+#ifdef STALLSCOPE_HAVE_CUDA
+  return gpu::CudaDeviceCount();
+#else
+  return 0;
+#endif
+}
+
+// gpu.device: cuda needs a GPU per rank on a host: with one rank more than this host has
+// GPUs (none on CI), rank 0 alone says so and the job exits 2.
+TEST_F(MultiRank, CudaRanksWithoutAGpuEachAreRefusedOnceByRankZero) {
+  const int gpus = GpusVisible();
+  const std::string file = Write("two.yaml", kTwoRanks);
+  const Result r =
+      Stallscope("run " + file + " --quiet --set gpu.device=cuda", Mpirun(std::max(2, gpus + 1)));
+  EXPECT_EQ(r.code, 2) << r.err;
+  const std::string needle = gpus == 0 ? "no CUDA GPU is visible" : "ranks on this host but";
+  const size_t first = r.err.find(needle);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(needle, first + 1), std::string::npos) << "printed twice: " << r.err;
+}
+
+// Two CUDA ranks train one model: every step all-reduces the gradients with NCCL (the bytes
+// are the model's parameters, every step), fed from RAM the GPUs stay busy, the loss falls.
+TEST_F(MultiRank, CudaRanksAllReduceTheirGradientsWithNccl) {
+  if (GpusVisible() < 2) GTEST_SKIP() << "needs two CUDA GPUs";
+  setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast stays off (shared GPU hosts)
+  const std::string file = Write("dp.yaml", R"(
+dataset: {samples: 8192, sample_size: 4KiB, classes: 100}
+storage: {kind: memory}
+loader: {batch_size: 256, prefetch: 8, workers: 2, preprocess: {kind: normalize}}
+gpu: {device: cuda, step_time: 50ms, model: {input: 1024, hidden: 0, layers: 4, classes: 100}}
+run: {epochs: 4, verify: false}
+)");
+  const std::string json = (dir_.path() / "dp.json").string();
+  const Result r =
+      Stallscope("run " + file + " --quiet --json " + json, Mpirun(2) + " -x NCCL_NVLS_ENABLE");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("all-reduce"), std::string::npos) << r.out;
+  const auto v = nlohmann::json::parse(std::ifstream(json))["variants"][0];
+  const auto& g = v["gpu"];
+  const double width = g["model"]["hidden_width"];
+  // input 1024 → width → width → width → 100 (padded to 128), weights and biases.
+  const double params = 1024 * width + 2 * width * width + width * 128 + 3 * width + 128;
+  const double steps = g["loss"]["steps"];
+  EXPECT_EQ(g["allreduce"]["bytes"].get<double>(), steps * params * 4);
+  EXPECT_GT(g["allreduce"]["seconds"].get<double>(), 0);
+  ASSERT_EQ(v["ranks"].size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_GT(v["ranks"][k]["allreduce_seconds"].get<double>(), 0);
+    EXPECT_LE(v["ranks"][k]["gpu_idle_fraction"].get<double>(), 0.02) << "rank " << k;
+  }
+  EXPECT_LT(g["loss"]["last"].get<double>(), g["loss"]["first"].get<double>());
 }
 
 }  // namespace
