@@ -4,6 +4,8 @@
 # library they load from outside glibc and the CUDA toolkit into OUT_DIR (default bundle/),
 # so they run on a GPU host that lacks this project's Debian packages:
 #   LD_LIBRARY_PATH=bundle/lib bundle/bin/stallscope run ...
+# BUNDLE_BINS (a regular expression on the file name) picks executables: the device tool
+# carries 64 MiB, e.g. BUNDLE_BINS='^(stallscope|rank_main|multirank_test|cuda_device_test)$'.
 # Open MPI travels too (the GPU hosts have none): its launcher, daemon, MCA components and
 # help files under OUT_DIR/ompi/usr, their libraries in OUT_DIR/lib. Source bundle/env.sh
 # there (it sets OPAL_PREFIX, PATH, LD_LIBRARY_PATH, Open MPI's run-as-root switches and
@@ -24,6 +26,7 @@ while IFS= read -r f; do bins+=("$f"); done < <(
 # Libraries the GPU host has: the C runtime and the loader, and the CUDA driver/toolkit.
 system_lib='/(ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libnss_|libanl|libutil|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libcupti|libnvToolsExt|libnccl)[.-]'
 for b in "${bins[@]}"; do
+  [[ $(basename "$b") =~ ${BUNDLE_BINS:-.} ]] || continue
   cp "$b" "$OUT/bin/"
   ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
     if ! [[ $lib =~ $system_lib ]]; then cp -nL "$lib" "$OUT/lib/"; fi
@@ -59,4 +62,4 @@ fi
 strip --strip-debug "$OUT"/bin/* "$OUT"/lib/* 2>/dev/null || true
 # Tests find the scenarios and the CLI by absolute build paths; ship the scenarios too.
 cp -r "$ROOT/scenarios" "$OUT/"
-echo "bundle: ${#bins[@]} executables, $(ls "$OUT/lib" | wc -l) libraries in $OUT" >&2
+echo "bundle: $(ls "$OUT/bin" | wc -l) executables, $(ls "$OUT/lib" | wc -l) libraries in $OUT" >&2
