@@ -59,10 +59,19 @@ for path in sys.argv[1:]:
 EOF
 }
 
-echo "== 3-4. compute-bound and starved, 1 x 2 on CUDA (NCCL)"
-t0=$SECONDS
-$MPI -np 2 "$S" run "$OUT/dp.yaml" --json "$OUT/cuda.json" | tee "$OUT/cuda.txt"
-echo "($((SECONDS - t0)) s)"
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+results=("$OUT/emulated.json" "$OUT/simulate.json")
+if [ "$gpus" -ge 2 ]; then
+  echo "== 3-4. compute-bound and starved, 1 x 2 on CUDA (NCCL)"
+  t0=$SECONDS
+  $MPI -np 2 "$S" run "$OUT/dp.yaml" --json "$OUT/cuda.json" | tee "$OUT/cuda.txt"
+  echo "($((SECONDS - t0)) s)"
+  results+=("$OUT/cuda.json" "$OUT/straggler.json")
+else
+  echo "== 3-4. $gpus GPU(s): no CUDA 1 x 2 runs; two ranks on CUDA are refused:"
+  $MPI -np 2 "$S" run "$OUT/dp.yaml" --quiet
+  echo "(exit $?)"
+fi
 echo "== 4b. the same, emulated devices"
 $MPI -np 2 "$S" run "$OUT/dp.yaml" --set gpu.device=emulated --json "$OUT/emulated.json" --quiet \
   > "$OUT/emulated.txt"
@@ -70,10 +79,12 @@ echo "== 4c. simulate, 1 x 2"
 "$S" simulate "$OUT/dp.yaml" --set gpu.device=emulated --set cluster.gpus_per_node=2 \
   --json "$OUT/simulate.json" --quiet > "$OUT/simulate.txt"
 
-echo "== 5. rank 1's loader slowed (1 worker, 1 ms of extra CPU per sample)"
-$MPI -np 1 "$S" run "$OUT/dp.yaml" --variant compute_bound --json "$OUT/straggler.json" --quiet \
-  : -np 1 "$S" run "$OUT/dp.yaml" --variant compute_bound --quiet \
-  --set loader.workers=1 --set loader.preprocess.cost=1ms | tee "$OUT/straggler.txt"
+if [ "$gpus" -ge 2 ]; then
+  echo "== 5. rank 1's loader slowed (1 worker, 1 ms of extra CPU per sample)"
+  $MPI -np 1 "$S" run "$OUT/dp.yaml" --variant compute_bound --json "$OUT/straggler.json" --quiet \
+    : -np 1 "$S" run "$OUT/dp.yaml" --variant compute_bound --quiet \
+    --set loader.workers=1 --set loader.preprocess.cost=1ms | tee "$OUT/straggler.txt"
+fi
 
 echo "== 6. summary"
-summary "$OUT/cuda.json" "$OUT/emulated.json" "$OUT/simulate.json" "$OUT/straggler.json"
+summary "${results[@]}"
