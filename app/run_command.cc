@@ -1,5 +1,6 @@
 // `stallscope run`: every variant of a scenario, for real, side by side.
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -94,6 +95,35 @@ bool AnyRankRefused(MpiJob& job, const std::string& error) {
   return true;
 }
 
+// A rank confined to fewer cores than its loader's threads (Open MPI binds each rank to one
+// core when it starts 2 or fewer, to a socket beyond): those threads then share the cores,
+// and the run measures the binding. Collective: rank 0 prints one warning for the job.
+void WarnAboutBinding(MpiJob& job, const std::vector<Scenario>& scenarios) {
+  cpu_set_t set;
+  const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  // The host's cores (hardware_concurrency() counts the affinity mask in glibc ≥ 2.36).
+  const auto online = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
+  uint32_t threads = 0;  // preprocessing workers, I/O threads, the copy and device threads
+  for (const Scenario& s : scenarios) {
+    threads = std::max(threads, s.loader.workers + s.loader.io.io_threads + 2);
+  }
+  std::string note;
+  if (cores > 0 && static_cast<unsigned>(cores) < std::min(threads, online)) {
+    note = fmt::format("bound to {} of this host's {} cores for {} loader threads", cores, online,
+                       threads);
+  }
+  const std::vector<std::string> all = job.GatherAtRoot(note);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    std::fprintf(stderr,
+                 "stallscope: warning: rank %zu is %s (the launcher's binding: Open MPI binds each "
+                 "rank to a core by default); its threads share them and the run measures that. "
+                 "Launch with mpirun --bind-to none, or --map-by slot:PE=N for N cores a rank\n",
+                 r, all[r].c_str());
+    break;
+  }
+}
+
 // `mpirun -np N stallscope run`: this rank runs its shard of every variant; steps meet at an
 // MPI all-reduce; rank 0 gathers every rank's result and reports the job.
 int RunRanks(const RunCommandOptions& o, MpiJob& job) {
@@ -115,6 +145,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     error = ErrorMessage(e);
   }
   if (AnyRankRefused(job, error)) return kExitBadInput;
+  WarnAboutBinding(job, scenarios);
   const bool quiet = o.out.quiet || !root;
   if (!quiet) {
     std::fprintf(stderr, "stallscope run: %s (%s), %zu variant(s), %u ranks\n",

@@ -36,7 +36,8 @@ std::string Mpirun(int ranks, bool quiet = true) {
   if (!lsan || std::string(lsan).find(ours) == std::string::npos) {
     setenv("LSAN_OPTIONS", (lsan && *lsan ? std::string(lsan) + ":" : "").append(ours).c_str(), 1);
   }
-  return std::string("mpirun --oversubscribe ") + (quiet ? "-q " : "") + "-np " +
+  // --bind-to none: Open MPI would bind each rank to one core, and the loader's threads with it.
+  return std::string("mpirun --oversubscribe --bind-to none ") + (quiet ? "-q " : "") + "-np " +
          std::to_string(ranks);
 }
 

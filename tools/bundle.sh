@@ -56,6 +56,9 @@ B=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export OPAL_PREFIX=$B/ompi/usr PATH=$B/ompi/usr/bin:$PATH
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+# PMIx looks for its components under its build-time prefix: point it at the bundle's.
+export PMIX_MCA_mca_base_component_path=$B/ompi/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
+export PMIX_MCA_pcompress_base_silence_warning=1
 ENV
 fi
 # Debug info stays here: the bundle has to travel (64 MiB for the device tool's carry).
