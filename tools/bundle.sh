@@ -19,7 +19,7 @@ mkdir -p "$OUT/bin" "$OUT/lib"
 
 bins=()
 while IFS= read -r f; do bins+=("$f"); done < <(
-  find "$BUILD" -type f -executable \( -name stallscope -o -name 'bench_*' -o -name '*_test' \) \
+  find "$BUILD" -type f -executable \( -name stallscope -o -name rank_main -o -name 'bench_*' -o -name '*_test' \) \
     -not -path '*/CMakeFiles/*')
 [ ${#bins[@]} -gt 0 ] || { echo "bundle: nothing built in $BUILD" >&2; exit 2; }
 
@@ -58,7 +58,7 @@ export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # PMIx looks for its components under its build-time prefix: point it at the bundle's.
 export PMIX_MCA_mca_base_component_path=$B/ompi/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
-export PMIX_MCA_pcompress_base_silence_warning=1
+export PMIX_MCA_pcompress_base_silence_warning=1 PMIX_INSTALL_PREFIX=$B/ompi/usr
 ENV
 fi
 # Debug info stays here: the bundle has to travel (64 MiB for the device tool's carry).
