@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 namespace stallscope {
@@ -19,10 +20,16 @@ void Check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
 }
 
+MPI_Comm host_comm = MPI_COMM_NULL;
+MPI_Win budget_window = MPI_WIN_NULL;
+
 void FinalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (budget_window != MPI_WIN_NULL) MPI_Win_free(&budget_window);
+  if (host_comm != MPI_COMM_NULL) MPI_Comm_free(&host_comm);
+  MPI_Finalize();
 }
 
 }  // namespace
@@ -36,12 +43,13 @@ MpiJob* MpiJob::FromLauncher() {
     auto* j = new MpiJob();
     MPI_Comm_rank(MPI_COMM_WORLD, &j->rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &j->size_);
-    MPI_Comm host;
-    Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, j->rank_, MPI_INFO_NULL, &host),
+    Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, j->rank_, MPI_INFO_NULL,
+                              &host_comm),
           "MPI_Comm_split_type");
-    MPI_Comm_rank(host, &j->local_rank_);
-    MPI_Comm_size(host, &j->local_size_);
-    MPI_Comm_free(&host);
+    MPI_Comm_rank(host_comm, &j->local_rank_);
+    MPI_Comm_size(host_comm, &j->local_size_);
+    const int first = j->local_rank_ == 0 ? 1 : 0;
+    Check(MPI_Allreduce(&first, &j->hosts_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
     return j;
   }();
   return job;
@@ -53,6 +61,23 @@ bool MpiJob::AnyRank(bool flag) {
   int in = flag ? 1 : 0, out = 0;
   Check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return out != 0;
+}
+
+SharedStorageBudget* MpiJob::FreshHostStorageBudget() {
+  if (!budget_) {
+    void* base = nullptr;
+    const MPI_Aint bytes = local_rank_ == 0 ? sizeof(SharedStorageBudget) : 0;
+    Check(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, host_comm, &base, &budget_window),
+          "MPI_Win_allocate_shared");
+    MPI_Aint size = 0;
+    int unit = 0;
+    Check(MPI_Win_shared_query(budget_window, 0, &size, &unit, &base), "MPI_Win_shared_query");
+    budget_ = static_cast<SharedStorageBudget*>(base);
+  }
+  Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");  // the previous storage is gone everywhere
+  if (local_rank_ == 0) new (budget_) SharedStorageBudget();
+  Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");  // zeroed before any rank reads from it
+  return budget_;
 }
 
 void MpiJob::Broadcast(void* data, size_t bytes) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pipeline/options.h"
+#include "storage/storage_model.h"
 
 namespace stallscope {
 
@@ -31,6 +32,12 @@ class MpiJob final : public StepSync {
   // This rank's index among the ranks on its host, and their number (MPI_COMM_TYPE_SHARED).
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  // Hosts in the job (groups of ranks that share memory).
+  int hosts() const { return hosts_; }
+  // A SharedStorageBudget in memory this host's ranks share (an MPI-3 shared window,
+  // allocated on first use), zeroed: a fresh storage's budget. Collective: every rank calls
+  // it, once per storage, when no rank uses the previous one.
+  SharedStorageBudget* FreshHostStorageBudget();
   RankShard shard() const { return {static_cast<uint32_t>(rank_), static_cast<uint32_t>(size_)}; }
 
   // StepSync: an all-reduce of the stop flags, which is also the step's barrier.
@@ -51,6 +58,8 @@ class MpiJob final : public StepSync {
   int size_ = 1;
   int local_rank_ = 0;
   int local_size_ = 1;
+  int hosts_ = 1;
+  SharedStorageBudget* budget_ = nullptr;
 };
 
 }  // namespace stallscope

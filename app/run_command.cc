@@ -62,19 +62,20 @@ RunHooks ConsoleHooks(const Scenario& s, bool quiet, const Device& device, StopO
   return hooks;
 }
 
-// A multi-rank run's scenario as rank `rank` of `ranks` runs it: a default 1 x 1 cluster
-// takes the launch's size (one node, `ranks` GPUs); a disk tier gets a directory of its
-// own per rank (rank-N under its path); simulated storage is split evenly between the ranks
-// (bandwidth, IOPS and reads in flight; each rank models its share).
-void ForRank(Scenario& s, uint32_t rank, uint32_t ranks) {
+// A multi-rank run's scenario as rank `rank` of `ranks` on `hosts` hosts runs it: a default
+// 1 x 1 cluster takes the launch's size (one node, `ranks` GPUs); a disk tier gets a
+// directory of its own per rank (rank-N under its path). Simulated storage: the ranks of a
+// host share one budget (MpiJob::FreshHostStorageBudget); across hosts it is split evenly
+// (bandwidth, IOPS and reads in flight; each host models its share).
+void ForRank(Scenario& s, uint32_t rank, uint32_t ranks, uint32_t hosts) {
   if (s.cluster.nodes == 1 && s.cluster.gpus_per_node == 1) s.cluster.gpus_per_node = ranks;
   for (TierOptions& t : s.cache_tiers) {
     if (t.kind == TierKind::kDisk) t.path += fmt::format("/rank-{}", rank);
   }
   SimulatedStorageOptions& m = s.storage.model;
-  m.bandwidth_bytes_per_second /= ranks;
-  m.iops /= ranks;
-  m.max_inflight = std::max<uint32_t>(1, m.max_inflight / ranks);
+  m.bandwidth_bytes_per_second /= hosts;
+  m.iops /= hosts;
+  m.max_inflight = std::max<uint32_t>(1, m.max_inflight / hosts);
 }
 
 // Raised on a rank whose peer refused its set-up; the peer's message is printed by rank 0.
@@ -135,7 +136,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
   try {
     scenarios = ResolveVariants(o.scenario, o.variants, o.sets);
     for (Scenario& s : scenarios) {
-      ForRank(s, job.rank(), ranks);
+      ForRank(s, job.rank(), ranks, static_cast<uint32_t>(job.hosts()));
       CheckRunnable(s, ranks);
     }
     OutputOptions out = o.out;
@@ -158,8 +159,9 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     bool agreed = false;  // every rank set up: from here on an error ends the whole job
     VariantResult v;
     error.clear();
+    SharedStorageBudget* budget = job.FreshHostStorageBudget();  // collective, every variant
     try {
-      std::unique_ptr<Storage> storage = MakeStorage(s, quiet);
+      std::unique_ptr<Storage> storage = MakeStorage(s, quiet, budget);
       std::unique_ptr<Device> device = MakeDevice(s, job.local_rank(), job.local_size());
       RunHooks hooks = ConsoleHooks(s, quiet, *device, stopper, progress, *outputs);
       hooks.shard = job.shard();

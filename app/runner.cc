@@ -20,6 +20,20 @@ void CheckRunnable(const Scenario& s, uint32_t ranks) {
         "model any size)",
         s.file, s.variant, s.cluster.nodes, s.cluster.gpus_per_node, cluster, ranks, cluster));
   }
+  if (s.cluster.straggler.rank >= static_cast<int64_t>(ranks)) {
+    throw BadInput(fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the run has {} "
+                               "rank(s) (0 to {})",
+                               s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
+  }
+  if (s.cluster.gpus_per_node > 1 && s.cache_scope == CacheScope::kNode &&
+      !s.cache_tiers.empty()) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): cache.scope: node: the {} ranks of a node would share its cache "
+        "tiers, which real runs cannot do yet (each rank is a process with its own tiers); set "
+        "cache.scope: rank (`simulate` then models the same), or run one rank per node "
+        "(cluster.gpus_per_node: 1)",
+        s.file, s.variant, s.cluster.gpus_per_node));
+  }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     if (s.cache_tiers[i].kind == TierKind::kDistributed) {
       throw BadInput(fmt::format(
@@ -39,13 +53,13 @@ DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
   return {.dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = quiet};
 }
 
-std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet) {
+std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorageBudget* shared) {
   const SyntheticDataset d{.dataset = s.dataset, .seed = s.seed};
   switch (s.storage.kind) {
     case StorageKind::kMemory:
       return std::make_unique<MemoryStorage>(d);
     case StorageKind::kSimulated:
-      return std::make_unique<SimulatedStorage>(d, s.storage.model);
+      return std::make_unique<SimulatedStorage>(d, s.storage.model, shared);
     case StorageKind::kDirectory:
       break;
   }
@@ -56,6 +70,9 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
   CheckRunnable(s, hooks.shard.ranks);
   PipelineOptions po = s.pipeline();
+  if (static_cast<int64_t>(hooks.shard.rank) == s.cluster.straggler.rank) {
+    po.loader.preprocess.cost *= s.cluster.straggler.slowdown;  // this rank is the slow one
+  }
   po.trace = hooks.trace;
   po.observer = hooks.observer;
   po.shard = hooks.shard;

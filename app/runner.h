@@ -14,6 +14,7 @@
 
 #include "base/errors.h"
 #include "config/scenario.h"
+#include "storage/storage_model.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
 #include "pipeline/pipeline.h"
@@ -47,7 +48,9 @@ struct RunHooks {
 // CacheError, which also means exit code 2).
 void CheckRunnable(const Scenario& scenario, uint32_t ranks = 1);
 
-std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet);
+// `shared`: simulated storage takes its budget from it (the other ranks of this host share it).
+std::unique_ptr<Storage> MakeStorage(const Scenario& scenario, bool quiet,
+                                     SharedStorageBudget* shared = nullptr);
 // The scenario's directory dataset as DirectoryStorage's options.
 DirectoryStorageOptions DirectoryOptionsOf(const Scenario& scenario, bool quiet);
 

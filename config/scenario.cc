@@ -79,7 +79,8 @@ void ReadStorage(Section s, StorageOptions& st) {
   s.Finish();
 }
 
-void ReadCache(Section s, std::vector<TierOptions>& tiers) {
+void ReadCache(Section s, std::vector<TierOptions>& tiers, CacheScope& scope) {
+  scope = s.Enum("scope", scope, kCacheScopeNames);
   YAML::Node list = s.Get("tiers");
   if (list.IsDefined() && !list.IsNull()) {
     if (!list.IsSequence()) {
@@ -181,6 +182,10 @@ void ReadCluster(Section s, ClusterOptions& c) {
   // (cpus_per_node: the older name of node.cores.)
   c.node.cores = s.Integer<uint32_t>("cpus_per_node", c.node.cores, 1, 1u << 20);
   ReadNodeSection(Section(s.ctx(), s.Get("node"), s.Path("node")), c.node);
+  Section st(s.ctx(), s.Get("straggler"), s.Path("straggler"));
+  c.straggler.rank = st.Integer<int64_t>("rank", c.straggler.rank, 0, 1 << 24);
+  c.straggler.slowdown = st.Number("slowdown", c.straggler.slowdown, 1, 1000);
+  st.Finish();
   s.Finish();
 }
 
@@ -193,7 +198,7 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   sc.seed = top.Integer<uint64_t>("seed", sc.seed, 0);
   ReadDataset(Section(ctx, top.Get("dataset"), "dataset"), sc.dataset);
   ReadStorage(Section(ctx, top.Get("storage"), "storage"), sc.storage);
-  ReadCache(Section(ctx, top.Get("cache"), "cache"), sc.cache_tiers);
+  ReadCache(Section(ctx, top.Get("cache"), "cache"), sc.cache_tiers, sc.cache_scope);
   ReadLoader(Section(ctx, top.Get("loader"), "loader"), sc.loader);
   ReadGpu(Section(ctx, top.Get("gpu"), "gpu"), sc.gpu);
   ReadRun(Section(ctx, top.Get("run"), "run"), sc.run);
@@ -206,10 +211,21 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   }
   top.Get("variants");  // read by ScenarioFile
   top.Finish();
+  if (sc.has_distributed_tier() && sc.cache_scope == CacheScope::kRank) {
+    ctx.Fail(root["cache"]["scope"], "cache.scope",
+             "a distributed cache tier is the union of the nodes' tiers: it needs cache.scope: "
+             "node");
+  }
   if (sc.has_distributed_tier() && sc.cluster.network_bandwidth <= 0) {
     ctx.Fail(root["cache"]["tiers"], "cluster.network_bandwidth",
              "a distributed cache tier needs cluster.network_bandwidth (the rate of a peer hit's "
              "transfer, e.g. 12.5GB/s for 100 Gb/s)");
+  }
+  if (sc.cluster.straggler.rank >= 0 && sc.cluster.straggler.slowdown > 1 &&
+      sc.loader.preprocess.cost <= 0) {
+    ctx.Fail(root["cluster"]["straggler"], "cluster.straggler.slowdown",
+             "slows the rank's loader.preprocess.cost, which is 0: set loader.preprocess.cost "
+             "(the CPU seconds each sample costs)");
   }
   if (sc.storage.kind == StorageKind::kDirectory && sc.dataset.path.empty()) {
     ctx.Fail(root["storage"]["kind"], "dataset.path",

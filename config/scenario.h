@@ -38,8 +38,19 @@ class ScenarioError : public BadInput {
 
 // cluster.*: the ranks a scenario describes (`simulate` at any size; `run` measures this
 // host, one rank).
+// cluster.straggler: one rank whose CPU work is slower (a node with a slower or busier CPU):
+// its loader.preprocess.cost takes `slowdown` times as long, in real multi-rank runs (the
+// rank's workers burn that much longer) and in `simulate` alike. rank < 0: none.
+struct StragglerOptions {
+  int64_t rank = -1;
+  double slowdown = 1;
+
+  bool operator==(const StragglerOptions&) const = default;
+};
+
 struct ClusterOptions {
   uint32_t nodes = 1, gpus_per_node = 1;
+  StragglerOptions straggler;
   double network_bandwidth = 0;  // bytes/s into each node (the distributed tier's transfers)
   NodeOptions node;              // cluster.node: one client node (config/node_options.h)
 
@@ -47,6 +58,12 @@ struct ClusterOptions {
 };
 
 // A resolved scenario: the settings of every section, each the owning library's own struct.
+// cache.scope: whose the local tiers (memory, disk) are when a node runs several ranks.
+// node: one set per node, shared by its ranks; rank: one set per rank.
+enum class CacheScope { kNode, kRank };
+constexpr NameTable<CacheScope, 2> kCacheScopeNames = {
+    {{CacheScope::kNode, "node"}, {CacheScope::kRank, "rank"}}};
+
 struct Scenario {
   std::string name = "unnamed";
   std::string description;
@@ -57,6 +74,7 @@ struct Scenario {
   DatasetOptions dataset;                // storage/storage_options.h
   StorageOptions storage;                // storage/storage_options.h
   std::vector<TierOptions> cache_tiers;  // cache/cache.h; searched in order; empty = no cache
+  CacheScope cache_scope = CacheScope::kNode;
   LoaderOptions loader;                  // pipeline/options.h
   DeviceOptions gpu;                     // gpu/device_options.h
   RunOptions run;                        // pipeline/options.h

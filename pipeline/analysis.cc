@@ -120,6 +120,20 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
     }
     return;
   }
+  const std::string headroom =
+      slowest ? fmt::format("the slowest input stage ({}) could deliver {} of what it consumes",
+                            slowest->name, Pct(*slowest->capacity / demand))
+              : std::string("no input stage was measured");
+  // Multi-rank: this rank's batches were ready; its idle was waiting for slower ranks (its
+  // own stages' capacities, measured on a host the ranks share, do not explain it).
+  if (!in.job_of_ranks && v.gpu_idle_fraction >= 0.05 &&
+      v.stall.sync > std::max({v.stall.fetch, v.stall.preprocess, v.stall.transfer})) {
+    v.bottleneck_stage = "sync";
+    v.bottleneck_text =
+        fmt::format("sync-bound: this rank waited {} at the step barrier for slower ranks; {}",
+                    FormatDuration(v.stall.sync), headroom);
+    return;
+  }
   if (slowest && *slowest->capacity < 0.97 * demand && v.gpu_idle_fraction >= 0.02) {
     v.bottleneck_stage = slowest->name;
     v.bottleneck_text =
@@ -134,22 +148,10 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
     }
     return;
   }
-  const std::string headroom =
-      slowest ? fmt::format("the slowest input stage ({}) could deliver {} of what it consumes",
-                            slowest->name, Pct(*slowest->capacity / demand))
-              : std::string("no input stage was measured");
   if (v.gpu_idle_fraction < 0.05) {
     v.bottleneck_stage = "gpu";
     v.bottleneck_text = fmt::format("compute-bound: the GPU is busy {} of the window; {}",
                                     Pct(1 - v.gpu_idle_fraction), headroom);
-    return;
-  }
-  // Multi-rank: this rank's batches were on the device; it waited for slower ranks.
-  if (v.stall.sync > std::max({v.stall.fetch, v.stall.preprocess, v.stall.transfer})) {
-    v.bottleneck_stage = "sync";
-    v.bottleneck_text =
-        fmt::format("sync-bound: this rank waited {} at the step barrier for slower ranks; {}",
-                    FormatDuration(v.stall.sync), headroom);
     return;
   }
   // Idle without a capacity deficit: latency that the prefetch depth does not hide.
@@ -290,7 +292,8 @@ void AnalyzeEpochs(VariantResult& v, const RunRecord& run, size_t w) {
     e_busy[e] += b[k].step_busy;
     e_samples[e] += b[k].samples - b[k].skipped;
     if (k == w) continue;
-    v.epochs[e].stall.AddCharged(SplitStall(b[k - 1].step_end, b[k]));
+    v.epochs[e].stall.AddCharged(b[k].ranks_split ? *b[k].ranks_split
+                                                  : SplitStall(b[k - 1].step_end, b[k]));
   }
   for (uint32_t e = 0; e < epochs; ++e) {
     EpochResult& er = v.epochs[e];
@@ -385,6 +388,7 @@ RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node) {
   r.au = v.au;
   r.window_seconds = v.window_seconds;
   r.samples_per_second = v.samples_per_second;
+  r.bytes_per_second = v.bytes_per_second;
   r.stall_seconds = v.stall;
   r.cache_hit_ratio = v.cache_hit_ratio;
   r.samples_delivered = v.samples_delivered;
@@ -403,7 +407,7 @@ void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
   const double n = static_cast<double>(ranks.size());
   StageSeconds stall;
   double idle = 0, au = 0, hits = 0;
-  v.samples_per_second = 0;
+  v.samples_per_second = v.bytes_per_second = 0;
   v.samples_delivered = v.samples_verified = v.integrity_errors = v.samples_skipped = 0;
   v.read_errors = 0;
   for (const RankResult& r : ranks) {
@@ -413,6 +417,7 @@ void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
     stall.AddCharged(r.stall_seconds);
     stall.other += r.stall_seconds.other;
     v.samples_per_second += r.samples_per_second;
+    v.bytes_per_second += r.bytes_per_second;
     v.samples_delivered += r.samples_delivered;
     v.samples_verified += r.samples_verified;
     v.integrity_errors += r.integrity_errors;
@@ -425,20 +430,56 @@ void CombineRanks(VariantResult& v, std::vector<RankResult> ranks) {
   v.au = au;
   v.cache_hit_ratio = hits;
   v.gpus = static_cast<uint32_t>(ranks.size());
-  const StageSeconds& s = v.stall;
-  if (idle >= 0.05 && s.sync > std::max({s.fetch, s.preprocess, s.transfer})) {
-    const RankResult* straggler = &ranks[0];
-    for (const RankResult& r : ranks) {
-      if (r.stall_seconds.sync < straggler->stall_seconds.sync) straggler = &r;
-    }
-    v.bottleneck_stage = "sync";
+  std::vector<double> sync;
+  for (const RankResult& r : ranks) sync.push_back(r.stall_seconds.sync);
+  if (!NameStraggler(v, sync, [&](size_t k) { return ranks[k].bottleneck_text; }) &&
+      v.bottleneck_stage == "sync") {
+    // Rank 0 waited for others, but no one rank held the job up: each step waits for
+    // whichever rank is slowest, and what held that one up is the ranks' own stalls.
+    StageSeconds own;
+    for (const RankResult& r : ranks) own.AddCharged(r.stall_seconds);
+    const std::pair<double, const char*> parts[] = {
+        {own.fetch, "fetch"}, {own.preprocess, "preprocess"}, {own.transfer, "transfer"}};
+    const auto top = *std::max_element(std::begin(parts), std::end(parts));
+    v.bottleneck_stage = top.second;
     v.bottleneck_text = fmt::format(
-        "sync-bound: ranks wait {} on average for the slowest rank, rank {} (it waited {}); "
-        "rank {}: {}",
-        FormatDuration(s.sync), straggler->rank, FormatDuration(straggler->stall_seconds.sync),
-        straggler->rank, straggler->bottleneck_text);
+        "{}-bound: no one rank holds the others up; each step waits for whichever rank is "
+        "slowest ({} of sync on average), and the ranks' own stalls are mostly {} ({} on "
+        "average, waiting for {})",
+        top.second, FormatDuration(v.stall.sync), top.second, FormatDuration(top.first / n),
+        Noun(top.second));
   }
   v.ranks = std::move(ranks);
+}
+
+bool NameStraggler(VariantResult& v, const std::vector<double>& rank_sync,
+                   const std::function<std::string(size_t)>& why) {
+  const StageSeconds& s = v.stall;
+  if (rank_sync.empty() || v.gpu_idle_fraction < 0.05 ||
+      s.sync <= std::max({s.fetch, s.preprocess, s.transfer})) {
+    return false;
+  }
+  const size_t k = std::min_element(rank_sync.begin(), rank_sync.end()) - rank_sync.begin();
+  // One rank is the straggler when it waited far less than the others: with every rank
+  // slowest in turn (a shared storage, say) each waits about as long, and no rank is named.
+  double others = 0;
+  for (size_t i = 0; i < rank_sync.size(); ++i) others += i == k ? 0 : rank_sync[i];
+  others /= static_cast<double>(std::max<size_t>(1, rank_sync.size() - 1));
+  if (rank_sync[k] > 0.25 * others) return false;
+  v.bottleneck_stage = "sync";
+  v.bottleneck_text = fmt::format(
+      "sync-bound: ranks wait {} on average for the slowest rank, rank {} (it waited {}); rank "
+      "{}: {}",
+      FormatDuration(s.sync), k, FormatDuration(rank_sync[k]), k, why(k));
+  return true;
+}
+
+std::string OwnStallText(const StageSeconds& s) {
+  const std::pair<double, const char*> own[] = {
+      {s.fetch, "fetch"}, {s.preprocess, "preprocess"}, {s.transfer, "transfer"}};
+  const auto top = *std::max_element(std::begin(own), std::end(own));
+  return fmt::format("{}-stalled {} (waiting for {})", top.second, FormatDuration(top.first),
+                     Noun(top.second));
 }
 
 }  // namespace stallscope

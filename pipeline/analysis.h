@@ -16,6 +16,7 @@
 #ifndef STALLSCOPE_PIPELINE_ANALYSIS_H_
 #define STALLSCOPE_PIPELINE_ANALYSIS_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,26 +24,6 @@
 #include "pipeline/pipeline.h"
 
 namespace stallscope {
-
-// The stall stages, in the order StageSeconds::parts() gives them (JSON, metrics, trace).
-constexpr int kStallStages = 5;
-constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "transfer", "sync",
-                                                        "other"};
-
-struct StageSeconds {
-  double fetch = 0, preprocess = 0, transfer = 0, sync = 0, other = 0;
-  std::array<double, kStallStages> parts() const {
-    return {fetch, preprocess, transfer, sync, other};
-  }
-  double charged() const { return fetch + preprocess + transfer + sync; }  // all but other
-  // Adds the charged stages of `o` (not `other`, which is what idle leaves over).
-  void AddCharged(const StageSeconds& o) {
-    fetch += o.fetch;
-    preprocess += o.preprocess;
-    transfer += o.transfer;
-    sync += o.sync;
-  }
-};
 
 struct TierEpoch {
   uint64_t lookups = 0, hits = 0, bytes = 0, evictions = 0;
@@ -92,6 +73,7 @@ struct RankResult {
   double au = 0;
   double window_seconds = 0;
   double samples_per_second = 0;
+  double bytes_per_second = 0;  // this rank's reads; the job's is their sum
   StageSeconds stall_seconds;
   double cache_hit_ratio = 0;
   uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
@@ -149,6 +131,16 @@ RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node);
 // Epochs, timeline and cache tiers stay rank 0's.
 void CombineRanks(VariantResult& v, std::vector<RankResult> ranks);
 
+// The job's verdict when waiting for the slowest rank (`sync`, v.stall) is the largest stall
+// and the job idles >= 5%: "sync-bound: ranks wait … for the slowest rank, rank K …", K the
+// rank that waited least of `rank_sync` (each rank's sync seconds) and `why(K)` what held it
+// up. Returns whether it set the verdict. CombineRanks (real runs) and the simulator use it.
+bool NameStraggler(VariantResult& v, const std::vector<double>& rank_sync,
+                   const std::function<std::string(size_t)>& why);
+// What a rank's own stalls (fetch, preprocess, transfer) were mostly: "preprocess-stalled
+// 3.20 s (waiting for preprocessing)".
+std::string OwnStallText(const StageSeconds& s);
+
 // Idle time in money (cost.gpu_hour): what the idle fraction costs per 1,000 GPU-hours and
 // per day on `gpus` accelerators.
 struct IdleCost {
@@ -169,6 +161,9 @@ struct AnalysisInputs {
   uint32_t prefetch = 0;
   double nominal_step_seconds = 0;  // the device's busy time per step when fed at once
   bool have_cache = false;
+  // The record is a simulated job's: its stall split is the mean over several ranks, so its
+  // sync is no one rank's wait and the verdict judges the stages (NameStraggler names a rank).
+  bool job_of_ranks = false;
 };
 
 // Throws std::invalid_argument when the run has no step after the warm-up.

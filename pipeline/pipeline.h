@@ -21,12 +21,14 @@
 #ifndef STALLSCOPE_PIPELINE_PIPELINE_H_
 #define STALLSCOPE_PIPELINE_PIPELINE_H_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +63,26 @@ class StepObserver {
   ~StepObserver() = default;
 };
 
+// The stall stages, in the order StageSeconds::parts() gives them (JSON, metrics, trace).
+constexpr int kStallStages = 5;
+constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "transfer", "sync",
+                                                        "other"};
+
+struct StageSeconds {
+  double fetch = 0, preprocess = 0, transfer = 0, sync = 0, other = 0;
+  std::array<double, kStallStages> parts() const {
+    return {fetch, preprocess, transfer, sync, other};
+  }
+  double charged() const { return fetch + preprocess + transfer + sync; }  // all but other
+  // Adds the charged stages of `o` (not `other`, which is what idle leaves over).
+  void AddCharged(const StageSeconds& o) {
+    fetch += o.fetch;
+    preprocess += o.preprocess;
+    transfer += o.transfer;
+    sync += o.sync;
+  }
+};
+
 // One step's batch, from its first read to the end of its training step.
 struct BatchRecord {
   uint32_t epoch = 0;
@@ -76,6 +98,11 @@ struct BatchRecord {
   double step_start = 0, step_end = 0, step_busy = 0;
   // Multi-rank: when the step's barrier let this rank go (0 in a one-rank run).
   double sync_done = 0;
+  // Simulated multi-rank steps (sim/): the gap before this step split per stage along each
+  // rank's own milestones (its wait for the slowest rank as sync) and averaged over the ranks,
+  // as a multi-rank run's job figures are; the milestones above are the slowest rank's. When
+  // set, Analyze charges this instead of splitting the milestones.
+  std::optional<StageSeconds> ranks_split;
   QueueDepths queues;  // sampled right after this step
 };
 

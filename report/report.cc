@@ -13,7 +13,7 @@ namespace stallscope {
 // both directions come from this one list.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sync, other)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au, window_seconds,
-                                   samples_per_second, stall_seconds, cache_hit_ratio,
+                                   samples_per_second, bytes_per_second, stall_seconds, cache_hit_ratio,
                                    samples_delivered, samples_verified, integrity_errors,
                                    samples_skipped, read_errors, bottleneck_stage, bottleneck_text,
                                    allreduce_seconds)
@@ -335,7 +335,7 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
             [&](const VariantResult& v) { return secs(v.stall.preprocess); });
   table.Add("stall transfer (s)", [&](const VariantResult& v) { return secs(v.stall.transfer); });
   if (std::any_of(vs.begin(), vs.end(),
-                  [](const VariantResult& v) { return v.ranks.size() > 1; })) {
+                  [](const VariantResult& v) { return v.ranks.size() > 1 || v.gpus > 1; })) {
     table.Add("stall sync (s)", [&](const VariantResult& v) { return secs(v.stall.sync); });
   }
   table.Add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });

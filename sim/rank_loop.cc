@@ -133,35 +133,41 @@ void RankLoop::Setup() {
   const uint32_t cores = node_.cores;
   cores_ = cores;
   nodes_.resize(c.nodes);
-  for (uint32_t k = 0; k < c.nodes; ++k) {
-    Node& node = nodes_[k];
-    node.free_cores = cores;
-    node.tiers.reserve(local_tiers);
+  for (Node& node : nodes_) node.free_cores = cores;
+  // Cache sets: one per node, or one per rank (cache.scope: rank).
+  const bool per_rank = s_.cache_scope == CacheScope::kRank;
+  caches_.resize(per_rank ? R : c.nodes);
+  for (uint32_t k = 0; k < caches_.size(); ++k) {
+    CacheSet& cache = caches_[k];
+    cache.tiers.reserve(local_tiers);
     for (size_t t = 0; t < local_tiers; ++t) {
       const TierOptions& o = s_.cache_tiers[t];
       EvictionPolicy* persistent = nullptr;
       // (Not beside a distributed tier: its index of which node holds what starts empty.)
       if (o.kind == TierKind::kDisk && o.policy != PolicyKind::kBelady && !distributed_) {
         // A disk tier outlives the variant (a warm restart), unless it is cleared.
-        const std::string key = fmt::format("{}|{}|{}|{}|{}", o.path, s_.seed, n_, max_bytes_, k);
+        const std::string key = fmt::format("{}|{}|{}|{}|{}{}", o.path, s_.seed, n_, max_bytes_,
+                                            per_rank ? "rank-" : "", k);
         auto& p = disks_[key];
         if (!p || o.clear || p->capacity_bytes() != o.capacity || p->kind() != o.policy) {
           p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
         }
         persistent = p.get();
       }
-      node.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
-      if (o.kind == TierKind::kDisk && node.disk_model < 0) {
+      cache.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
+      if (o.kind == TierKind::kDisk && cache.disk_model < 0) {
         SimulatedStorageOptions d;
         d.bandwidth_bytes_per_second = o.read_bandwidth;
         d.latency_p50_seconds = o.read_latency;
         d.latency_p99_seconds = o.read_latency * 4;
         d.max_inflight = s_.loader.io.io_depth;
-        node.disk_model = static_cast<int>(models_.size());
+        cache.disk_model = static_cast<int>(models_.size());
         models_.push_back({std::make_unique<StorageModel>(d, s_.seed + 1 + k, max_bytes_, 0.0),
                            kNever, static_cast<int>(t)});
       }
     }
+  }
+  for (Node& node : nodes_) {
     if (distributed_) {
       SimulatedStorageOptions nic;
       nic.bandwidth_bytes_per_second = c.network_bandwidth;
@@ -179,6 +185,7 @@ void RankLoop::Setup() {
   for (uint32_t r = 0; r < R; ++r) {
     Rank& rk = ranks_[r];
     rk.node = r / c.gpus_per_node;
+    rk.cache = per_rank ? r : rk.node;
     rk.slots.resize(plan_.slots);
     const uint32_t batch = plan_.batch_size;
     for (int sl = static_cast<int>(rk.slots.size()) - 1; sl >= 0; --sl) {
@@ -274,7 +281,7 @@ void RankLoop::TryFetch(uint32_t r, double t) {
 
 void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
   Rank& rk = ranks_[r];
-  Node& node = nodes_[rk.node];
+  CacheSet& cache = caches_[rk.cache];
   Slot& slot = rk.slots[sl];
   const uint64_t epoch = b / batches_per_epoch_;
   const uint64_t R = ranks_.size();
@@ -296,7 +303,7 @@ void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
   part.epoch = static_cast<uint32_t>(epoch);
   part.samples += count;
   double copy_seconds = 0;  // the fetcher's memcpy of RAM hits (and of MemoryStorage reads)
-  const size_t local = node.tiers.size();
+  const size_t local = cache.tiers.size();
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t pos = (first + i) * R + r;
     const uint64_t id = order[pos];
@@ -308,7 +315,7 @@ void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
     int found = -1;
     for (size_t k = 0; k < local; ++k) {
       part.cache_lookups[k]++;
-      if (node.tiers[k].Lookup(id, slot.access[i])) {
+      if (cache.tiers[k].Lookup(id, slot.access[i])) {
         found = static_cast<int>(k);
         break;
       }
@@ -346,7 +353,8 @@ void RankLoop::StartBatch(uint32_t r, uint64_t b, int sl, double t) {
 
 void RankLoop::SubmitReads(uint32_t r, int sl, double t) {
   Rank& rk = ranks_[r];
-  Node& node = nodes_[rk.node];
+  const Node& node = nodes_[rk.node];
+  const CacheSet& cache = caches_[rk.cache];
   Slot& slot = rk.slots[sl];
   BatchRecord& part = records_[slot.batch];
   rk.fetcher_busy = false;
@@ -361,13 +369,13 @@ void RankLoop::SubmitReads(uint32_t r, int sl, double t) {
         part.storage_reads++;
         models_[0].model->Submit(token, bytes, t);
       } else if (tier_kind_[src] == kDiskTier) {
-        models_[node.disk_model].model->Submit(token, bytes, t);
+        models_[cache.disk_model].model->Submit(token, bytes, t);
       } else {  // distributed: from a peer over this node's link
         models_[node.nic_model].model->Submit(token, bytes, t);
       }
     }
     Arm(0);
-    if (node.disk_model >= 0) Arm(node.disk_model);
+    if (cache.disk_model >= 0) Arm(cache.disk_model);
     if (node.nic_model >= 0) Arm(node.nic_model);
   }
   TryFetch(r, t);
@@ -392,7 +400,7 @@ void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
     }
   } else if (c.result >= 0 && static_cast<uint64_t>(c.result) == bytes) {
     part.storage_bytes += bytes;
-    admitted = AdmitLocal(r, id, slot.access[i], nodes_[rk.node].tiers.size());
+    admitted = AdmitLocal(r, id, slot.access[i], caches_[rk.cache].tiers.size());
   } else {
     read_errors_++;
     const OnError on_error = s_.loader.on_error;
@@ -447,11 +455,11 @@ void RankLoop::Received(uint32_t r, int sl, double t) {
 }
 
 uint64_t RankLoop::AdmitLocal(uint32_t r, uint64_t id, uint64_t access, size_t upto) {
-  Node& node = nodes_[ranks_[r].node];
+  CacheSet& cache = caches_[ranks_[r].cache];
   uint64_t copied = 0;
-  for (size_t k = 0; k < upto && k < node.tiers.size(); ++k) {
+  for (size_t k = 0; k < upto && k < cache.tiers.size(); ++k) {
     evicted_.clear();
-    const bool in = node.tiers[k].Admit(id, sizes_[id], access, evicted_);
+    const bool in = cache.tiers[k].Admit(id, sizes_[id], access, evicted_);
     if (in && tier_kind_[k] == kRamTier) copied += sizes_[id];
     if (!distributed_) continue;
     if (in) holders_[id]++;

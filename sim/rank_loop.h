@@ -87,6 +87,12 @@ class RankLoop {
   };
   struct Rank {
     uint32_t node = 0;
+    uint32_t cache = 0;  // its CacheSet
+    // Its milestones of the batches it has copied and not yet stepped (at most two: batch b
+    // in copied[b & 1]), for its own split of the stall before the step (BatchRecord::ranks_split).
+    struct Copied {
+      double fetch_done = 0, preprocess_done = 0, copy_done = 0;
+    } copied[2];
     std::vector<Slot> slots;
     std::vector<int> free_slots;
     std::vector<int> slot_of_batch;
@@ -100,10 +106,15 @@ class RankLoop {
     double copy_started = 0;
     double receiver_free = 0;  // when its receiving thread is done with what it has
   };
+  // One set of local cache tiers (not the distributed tier) and its disk's read model: one
+  // per node (cache.scope: node) or per rank (rank).
+  struct CacheSet {
+    std::vector<SimTier> tiers;
+    int disk_model = -1;
+  };
   struct Node {
     uint32_t free_cores = 0;
-    std::vector<SimTier> tiers;  // the local ones (not the distributed tier)
-    int disk_model = -1, nic_model = -1;
+    int nic_model = -1;
     double nic_free = 0;     // when the NIC has passed on the storage bytes it was given
     uint32_t next_rank = 0;  // round-robin start when a core frees
   };
@@ -187,6 +198,8 @@ class RankLoop {
   std::vector<Model> models_;        // 0: the storage
   std::vector<TierRole> tier_kind_;  // per cache.tiers entry
   std::vector<Node> nodes_;
+  std::vector<CacheSet> caches_;
+  std::vector<StageSeconds> rank_stalls_;  // multi-rank: each rank's own split, measured steps
   std::vector<Rank> ranks_;
   std::vector<uint16_t> holders_;  // distributed: how many node tiers hold each id
   std::map<uint64_t, std::vector<uint64_t>> orders_;

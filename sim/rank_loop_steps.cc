@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipeline/analysis.h"
 #include "sim/rank_loop.h"
 
 namespace stallscope {
@@ -48,7 +49,11 @@ void RankLoop::DispatchWorkers(uint32_t k, double t) {
     const NodeOptions& h = node_;
     const double busy = static_cast<double>(cores_ - node.free_cores + 1);
     const double share = cores_ > 1 ? std::min(1.0, (busy - 1) / (cores_ - 1)) : 0.0;
-    const double slowdown = h.cost_factor + share * (h.cost_factor_busy - h.cost_factor);
+    const double straggle = static_cast<int64_t>(r) == s_.cluster.straggler.rank
+                                ? s_.cluster.straggler.slowdown
+                                : 1.0;  // cluster.straggler: this rank's CPU work is slower
+    const double slowdown =
+        straggle * (h.cost_factor + share * (h.cost_factor_busy - h.cost_factor));
     double cost = 0;
     for (uint32_t i = begin; i < end; ++i) cost += SampleCost(slot, i, slowdown);
     worker_busy_ += cost;
@@ -97,6 +102,7 @@ void RankLoop::OnCopyDone(uint32_t r, uint64_t b, double t) {
   rec.skipped += slot.skipped;
   if (copied_count_[b] == 0 || slot.fetch_start < rec.fetch_start)
     rec.fetch_start = slot.fetch_start;
+  rk.copied[b & 1] = {slot.fetch_done, slot.preprocess_done, t};
   if (copied_count_[b] == 0 || t >= rec.copy_done) {
     // The rank the cluster waits for (so far): its milestones explain the stall.
     rec.fetch_done = slot.fetch_done;
@@ -118,6 +124,25 @@ void RankLoop::TryStep(double t) {
   if (step_running_ || b >= total_ || copied_count_[b] < ranks_.size()) return;
   BatchRecord& rec = records_[b];
   rec.step_start = t;
+  if (ranks_.size() > 1 && b > 0) {  // each rank's own split; its wait for the slowest is sync
+    StageSeconds mean;
+    const double previous_end = records_[b - 1].step_end;
+    BatchRecord mine;
+    mine.step_start = mine.sync_done = t;
+    if (rank_stalls_.empty()) rank_stalls_.resize(ranks_.size());
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const Rank::Copied& c = ranks_[r].copied[b & 1];
+      mine.fetch_done = c.fetch_done;
+      mine.preprocess_done = c.preprocess_done;
+      mine.copy_done = c.copy_done;
+      const StageSeconds split = SplitStall(previous_end, mine);
+      mean.AddCharged(split);
+      if (b > s_.run.warmup_steps) rank_stalls_[r].AddCharged(split);  // the measured window
+    }
+    const double n = static_cast<double>(ranks_.size());
+    rec.ranks_split = StageSeconds{mean.fetch / n, mean.preprocess / n, mean.transfer / n,
+                                   mean.sync / n, 0};
+  }
   rec.step_end = t + s_.gpu.step_time;
   rec.step_busy = s_.gpu.step_time;
   step_running_ = true;
@@ -151,13 +176,14 @@ QueueDepths RankLoop::SampleQueues(uint32_t r, uint64_t step) const {
 
 std::vector<uint64_t> RankLoop::Evictions() const {
   std::vector<uint64_t> e(s_.cache_tiers.size(), 0);
-  for (const Node& node : nodes_) {
-    for (size_t k = 0; k < node.tiers.size(); ++k) e[k] += node.tiers[k].evictions();
+  for (const CacheSet& cache : caches_) {
+    for (size_t k = 0; k < cache.tiers.size(); ++k) e[k] += cache.tiers[k].evictions();
   }
   return e;
 }
 
 void RankLoop::Finish(SimulationResult& out) {
+  out.rank_stalls = std::move(rank_stalls_);
   RunRecord& rec = out.record;
   rec.device = device_name_;
   rec.batches_per_epoch = batches_per_epoch_;
@@ -188,8 +214,8 @@ void RankLoop::Finish(SimulationResult& out) {
   const size_t local = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
   for (size_t k = 0; k < local; ++k) {
     TierStats sum;
-    for (const Node& node : nodes_) {
-      const TierStats t = node.tiers[k].Stats();
+    for (const CacheSet& cache : caches_) {
+      const TierStats t = cache.tiers[k].Stats();
       sum.name = t.name;
       sum.policy = t.policy;
       sum.hits += t.hits;
@@ -222,6 +248,7 @@ void RankLoop::Finish(SimulationResult& out) {
   in.prefetch = s_.loader.prefetch;
   in.nominal_step_seconds = s_.gpu.step_time;
   in.have_cache = !s_.cache_tiers.empty();
+  in.job_of_ranks = ranks_.size() > 1;
   out.stats.simulated_seconds = end_;
 }
 

@@ -24,6 +24,14 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats, R
   if (r.record.failed) throw RunFailed(s.variant + ": " + r.record.error);
   VariantResult v = Analyze(s.variant, r.record, r.inputs);
   v.gpus = r.stats.ranks;
+  // A straggler is named where the scenario makes one (cluster.straggler): the simulated
+  // ranks are otherwise alike, and which of them the model serves last when they ask at the
+  // same instant is its tie-break, not a slow rank (timing jitter turns it in real runs).
+  if (s.cluster.straggler.rank >= 0 && s.cluster.straggler.slowdown > 1) {
+    std::vector<double> sync;
+    for (const StageSeconds& k : r.rank_stalls) sync.push_back(k.sync);
+    NameStraggler(v, sync, [&](size_t k) { return OwnStallText(r.rank_stalls[k]); });
+  }
   const std::string binding = NodeBinding(s, v, r.usage);
   if (!binding.empty()) v.bottleneck_text += "; " + binding;
   v.gpu_hour_cost = s.gpu_hour_cost;
@@ -84,6 +92,7 @@ Scenario OnThisHost(Scenario s, const NodeOptions& host) {
   s.cluster.node = host;
   s.gpu.device = DeviceKind::kEmulated;
   if (s.has_distributed_tier()) s.cache_tiers.pop_back();
+  if (s.cluster.straggler.rank > 0) s.cluster.straggler = {};  // (no such rank at 1 x 1)
   return s;
 }
 
@@ -105,12 +114,25 @@ void CheckSimulatable(const Scenario& s) {
   }
   uint64_t ram = 0;
   for (const TierOptions& t : s.cache_tiers) ram += t.kind == TierKind::kMemory ? t.capacity : 0;
+  const bool per_rank = s.cache_scope == CacheScope::kRank;
+  if (per_rank) ram *= s.cluster.gpus_per_node;  // every rank its own tiers
   if (ram > s.cluster.node.memory) {
     throw BadInput(fmt::format(
-        "{} (variant {}): cluster.node.memory: the RAM cache tiers need {} per node, the node "
+        "{} (variant {}): cluster.node.memory: the RAM cache tiers need {} per node{}, the node "
         "has {}",
         s.file, s.variant, FormatBinaryBytes(static_cast<double>(ram)),
+        per_rank ? fmt::format(" ({} ranks' own, cache.scope: rank)", s.cluster.gpus_per_node)
+                 : "",
         FormatBinaryBytes(static_cast<double>(s.cluster.node.memory))));
+  }
+  // Each set of tiers keeps a few bytes per sample for its policy's index.
+  const double sets = per_rank ? static_cast<double>(s.cluster.nodes) * s.cluster.gpus_per_node
+                               : static_cast<double>(s.cluster.nodes);
+  if (!s.cache_tiers.empty() && sets * static_cast<double>(s.dataset.samples) > 4e9) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): cache: {:.0f} sets of tiers ({}) over {} samples exceed what the "
+        "simulator indexes (4e9 entries); fewer ranks, or cache.scope: node",
+        s.file, s.variant, sets, per_rank ? "one per rank" : "one per node", s.dataset.samples));
   }
   if (s.has_distributed_tier() && s.cluster.network_bandwidth <= 0) {
     throw BadInput(
@@ -122,7 +144,13 @@ void CheckSimulatable(const Scenario& s) {
         "{} (variant {}): loader: the simulator takes prefetch up to {} and batch_size up to {}",
         s.file, s.variant, kMaxPrefetch, kMaxBatchSize));
   }
-  if (static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node > (1u << 24)) {
+  const uint64_t ranks = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  if (s.cluster.straggler.rank >= 0 && static_cast<uint64_t>(s.cluster.straggler.rank) >= ranks) {
+    throw BadInput(fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the cluster has "
+                               "{} rank(s) (0 to {})",
+                               s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
+  }
+  if (ranks > (1u << 24)) {
     throw BadInput(
         fmt::format("{} (variant {}): cluster: at most 16777216 ranks", s.file, s.variant));
   }

@@ -77,6 +77,9 @@ struct SimulationResult {
   AnalysisInputs inputs;  // for Analyze(): batch and workers summed over ranks
   SimulationStats stats;
   NodeUsage usage;
+  // Several ranks: each rank's own stall split over the measured steps (its wait for the
+  // slowest rank as sync); empty for one rank.
+  std::vector<StageSeconds> rank_stalls;
 };
 
 class Simulator {

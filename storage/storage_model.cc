@@ -76,19 +76,50 @@ void StorageModel::Submit(uint64_t token, uint64_t bytes, double now) {
     index = free_.back();
     free_.pop_back();
   }
-  reads_[index] = {token, bytes, kNone};
+  reads_[index] = {token, bytes, kNone, shared_ ? shared_->tickets.fetch_add(1) : 0};
   waiting_.push_back(index);
   Admit(now);
 }
 
+bool StorageModel::TakeSlot(const Read& front, double now) {
+  const uint32_t cap = std::max<uint32_t>(options_.max_inflight, 1);
+  if (!shared_) {
+    if (inflight_ >= cap) return false;
+  } else if (front.ticket >= shared_->released.load() + cap) {
+    retry_at_ = now + kSharedPoll;  // earlier reads (any rank's) hold every slot
+    return false;
+  }
+  ++inflight_;
+  return true;
+}
+
+void StorageModel::ReleaseSlot() {
+  --inflight_;
+  if (shared_) shared_->released.fetch_add(1);
+}
+
+double StorageModel::SharedTake(std::atomic<double>& empty, double amount, double rate,
+                                double depth, double t) const {
+  const double at = t + offset_;
+  double old = empty.load();
+  double next;
+  do {
+    next = std::max(old, at - depth / rate) + amount / rate;
+  } while (!empty.compare_exchange_weak(old, next));
+  return std::max(at, next) - offset_;
+}
+
 void StorageModel::Admit(double now) {
-  while (inflight_ < std::max<uint32_t>(options_.max_inflight, 1) && !waiting_.empty()) {
+  retry_at_ = kNever;
+  while (!waiting_.empty() && TakeSlot(reads_[waiting_.front()], now)) {
     const uint32_t index = waiting_.front();
     waiting_.pop_front();
     Read& r = reads_[index];
-    ++inflight_;
     double t = now;
-    if (options_.iops > 0) t = Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
+    if (options_.iops > 0) {
+      t = shared_ ? SharedTake(shared_->iops_empty, 1.0, options_.iops, 1.0, t)
+                  : Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
+    }
     if (has_latency_) t += std::exp(mu_ + sigma_ * Normal());
     const auto& f = options_.faults;
     if (f.any()) {
@@ -165,6 +196,7 @@ StorageModel::Pending StorageModel::PopMin() {
 }
 
 void StorageModel::Advance(double now, std::vector<Completion>& done) {
+  if (retry_at_ <= now) Admit(now);  // shared: slots other ranks held may be free
   while (true) {
     const bool from_heap =
         !heap_.empty() && (flowing_.empty() || heap_.front().due <= flowing_.front().due);
@@ -191,14 +223,16 @@ void StorageModel::Advance(double now, std::vector<Completion>& done) {
     if (r.fault == kError || r.fault == kTimeout) {
       done.push_back({r.token, r.fault == kError ? -EIO : -ETIMEDOUT, p.due});
       free_.push_back(p.index);
-      --inflight_;
+      ReleaseSlot();
       Admit(now);
       continue;
     }
     if (from_heap && options_.bandwidth_bytes_per_second > 0) {
       // First byte has arrived; the rest flows at the bandwidth left in the bucket.
-      const double due = Take(bw_tokens_, static_cast<double>(r.bytes),
-                              options_.bandwidth_bytes_per_second, bw_depth_, bw_last_, p.due);
+      const double bytes = static_cast<double>(r.bytes);
+      const double rate = options_.bandwidth_bytes_per_second;
+      const double due = shared_ ? SharedTake(shared_->bandwidth_empty, bytes, rate, bw_depth_, p.due)
+                                 : Take(bw_tokens_, bytes, rate, bw_depth_, bw_last_, p.due);
       if (due > now || !flowing_.empty()) {
         flowing_.push_back({due, p.index});
         continue;
@@ -208,7 +242,7 @@ void StorageModel::Advance(double now, std::vector<Completion>& done) {
     const uint64_t delivered = r.fault == kTruncate ? r.bytes / 2 : r.bytes;
     done.push_back({r.token, static_cast<int64_t>(delivered), p.due});
     free_.push_back(p.index);
-    --inflight_;
+    ReleaseSlot();
     Admit(now);
   }
 }

@@ -19,10 +19,22 @@
 //     completes for `stall_for`).
 // Times are seconds on the caller's clock; `start` is the clock's reading at construction.
 //
-// Thread-safety: none; one thread drives a model.
+// Shared (Share()): the ranks of a multi-rank run on one host each drive their own model, and
+// all of them take the bandwidth and IOPS tokens and the max_inflight slots from one
+// SharedStorageBudget in shared memory, so the host's ranks see one storage as the simulator's
+// ranks do. The buckets become virtual times (GCRA: the time at which the bucket was last
+// empty, advanced by compare-and-swap), on CLOCK_MONOTONIC, which every process of the host
+// reads alike. The max_inflight queue stays one FIFO: every read takes a ticket when it is
+// submitted, and ticket k may start once k < (reads completed) + max_inflight, in whichever
+// process it waits (a read not yet admissible looks again every kSharedPoll).
+//
+// Thread-safety: none; one thread drives a model. A SharedStorageBudget is lock-free atomics,
+// shared between processes.
 #ifndef STALLSCOPE_STORAGE_STORAGE_MODEL_H_
 #define STALLSCOPE_STORAGE_STORAGE_MODEL_H_
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -33,8 +45,21 @@
 
 namespace stallscope {
 
+// One storage's budget shared by the processes of one host (multi-rank runs), placed in
+// shared memory by its owner; zero-initialized = nothing taken yet.
+struct SharedStorageBudget {
+  std::atomic<double> bandwidth_empty{0};  // GCRA: when the bandwidth bucket was last empty
+  std::atomic<double> iops_empty{0};
+  std::atomic<int64_t> tickets{0};   // reads submitted, over all processes
+  std::atomic<int64_t> released{0};  // reads completed (their max_inflight slot released)
+};
+static_assert(std::atomic<double>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
+              "SharedStorageBudget is used across processes: its atomics must be lock-free");
+
 class StorageModel {
  public:
+  static constexpr double kSharedPoll = 50e-6;  // seconds between retries for a shared slot
+
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
   struct Completion {
@@ -47,13 +72,21 @@ class StorageModel {
   StorageModel(const SimulatedStorageOptions& options, uint64_t seed, uint64_t max_sample_bytes,
                double start);
 
+  // From now on, take tokens and slots from `budget` (shared with other processes); `offset`
+  // turns this model's clock into CLOCK_MONOTONIC seconds (the shared clock).
+  void Share(SharedStorageBudget* budget, double offset) {
+    shared_ = budget;
+    offset_ = offset;
+  }
+
   // Queues a read of `bytes` at `now`; it starts at once if fewer than max_inflight are out.
   void Submit(uint64_t token, uint64_t bytes, double now);
   // The earliest time at which Advance() has something to do; kNever when idle.
   double NextEventTime() const {
     const double a = heap_.empty() ? kNever : heap_.front().due;
     const double b = flowing_.empty() ? kNever : flowing_.front().due;
-    return a < b ? a : b;
+    const double c = waiting_.empty() ? kNever : retry_at_;
+    return std::min(std::min(a, b), c);
   }
   // Processes everything due at or before `now`, appending completed reads to `done` in
   // completion order.
@@ -72,6 +105,7 @@ class StorageModel {
     uint64_t token = 0;
     uint64_t bytes = 0;
     Fault fault = kNone;
+    int64_t ticket = 0;  // shared: its place in the host's one FIFO queue
   };
   struct Pending {
     double due = 0;
@@ -86,6 +120,12 @@ class StorageModel {
   // a debt that delays the taker until it is paid. Returns when `amount` is granted.
   static double Take(double& tokens, double amount, double rate, double depth, double& last,
                      double t);
+  // The same bucket shared: `empty` is when it was last empty, on the shared clock.
+  double SharedTake(std::atomic<double>& empty, double amount, double rate, double depth,
+                    double t) const;
+  // A max_inflight slot for the read at the front of the queue (shared: by its ticket).
+  bool TakeSlot(const Read& front, double now);
+  void ReleaseSlot();
 
   // Constant after construction.
   const SimulatedStorageOptions options_;
@@ -114,6 +154,9 @@ class StorageModel {
   double bw_tokens_ = 0, bw_last_ = 0;
   double iops_tokens_ = 1.0, iops_last_ = 0;
   uint64_t events_ = 0;
+  SharedStorageBudget* shared_ = nullptr;
+  double offset_ = 0;
+  double retry_at_ = kNever;  // shared: when to try again for a slot other ranks hold
 };
 
 }  // namespace stallscope

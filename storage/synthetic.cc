@@ -87,12 +87,15 @@ class SimulatedStorage::Engine {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Engine(SimulatedStorage* owner, const SimulatedStorageOptions& o, uint64_t seed)
+  Engine(SimulatedStorage* owner, const SimulatedStorageOptions& o, uint64_t seed,
+         SharedStorageBudget* shared)
       : owner_(owner),
         start_(Clock::now()),
         model_(o, seed, owner->max_sample_bytes(), 0.0),
         timer_(context_),
         work_(boost::asio::make_work_guard(context_)) {
+    // steady_clock is CLOCK_MONOTONIC: the same clock in every process of this host.
+    if (shared) model_.Share(shared, std::chrono::duration<double>(start_.time_since_epoch()).count());
     thread_ = std::thread([this] { context_.run(); });
   }
 
@@ -193,9 +196,10 @@ class SimulatedStorage::Engine {
 };
 
 SimulatedStorage::SimulatedStorage(const SyntheticDataset& dataset,
-                                   const SimulatedStorageOptions& options)
+                                   const SimulatedStorageOptions& options,
+                                   SharedStorageBudget* shared)
     : SyntheticStorage(dataset), options_(options) {
-  engine_ = std::make_unique<Engine>(this, options, dataset.seed);
+  engine_ = std::make_unique<Engine>(this, options, dataset.seed, shared);
 }
 
 SimulatedStorage::~SimulatedStorage() = default;

@@ -61,7 +61,10 @@ class MemoryStorage final : public SyntheticStorage {
 
 class SimulatedStorage final : public SyntheticStorage {
  public:
-  SimulatedStorage(const SyntheticDataset& dataset, const SimulatedStorageOptions& options);
+  // `shared`: the budget this storage shares with the other ranks of this host (multi-rank
+  // runs; storage_model.h), or nullptr for a storage of its own.
+  SimulatedStorage(const SyntheticDataset& dataset, const SimulatedStorageOptions& options,
+                   SharedStorageBudget* shared = nullptr);
   ~SimulatedStorage() override;
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
   std::string Describe() const override;
