@@ -2,9 +2,11 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace stallscope {
 namespace {
@@ -55,7 +57,25 @@ MpiJob* MpiJob::FromLauncher() {
   return job;
 }
 
-bool MpiJob::Arrive(uint64_t, bool stopping) { return AnyRank(stopping); }
+// The step barrier: a non-blocking all-reduce of the stop flags, tested in a loop that sleeps
+// between tests once the first few microseconds have passed. A blocking MPI_Allreduce polls
+// a core at full speed while it waits (Open MPI's shared-memory transport), and a rank waiting
+// for a slower one would take that core from the loaders of the ranks it waits for.
+bool MpiJob::Arrive(uint64_t, bool stopping) {
+  int in = stopping ? 1 : 0, out = 0;
+  MPI_Request request;
+  Check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request),
+        "MPI_Iallreduce");
+  const auto start = std::chrono::steady_clock::now();
+  for (int done = 0;;) {
+    Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(20)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return out != 0;
+}
 
 bool MpiJob::AnyRank(bool flag) {
   int in = flag ? 1 : 0, out = 0;

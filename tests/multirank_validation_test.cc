@@ -1,0 +1,123 @@
+// The simulator against real multi-rank runs on this host: ranks as separate processes under
+// mpirun (emulated devices, shared simulated storage), at 1 × 2 (two ranks of one node,
+// sharing its cores) and 2 × 1 (two ranks standing for two nodes, each with its own cache
+// tiers and half of this host's cores), for cold_vs_cached and straggler. The claim: the
+// simulated GPU idle and `sync` stall (as a fraction of the window) are within 3 percentage
+// points of the measured ones. The simulated node is this host, measured right before and
+// right after the real run (sim/host_model.h); each rank has its own tiers on both sides
+// (cache.scope: rank), as real ranks do.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/host_model.h"
+#include "sim/simulator.h"
+#include "tests/cli_util.h"
+#include "tests/mpirun.h"
+
+namespace stallscope::cli {
+namespace {
+
+constexpr double kTolerance = 0.03;
+// Below this real idle a variant's GPU is fed, and its idle is the barrier's wake-up.
+constexpr double kFed = 0.10;
+// Sanitized builds run both sides a few steps and compare nothing (their instrumentation
+// slows the host unevenly; see simulator_validation_test).
+constexpr bool kCompare = !testing::kSanitized;
+
+struct Layout {
+  const char* name;
+  uint32_t nodes, gpus_per_node;
+};
+
+class MultiRankValidation : public Cli {
+ protected:
+  // Runs every variant of `file` with `sets` as a 2-rank job in `layout`, then simulates
+  // each, and compares.
+  void Compare(const std::string& file, std::vector<std::string> sets, const Layout& layout) {
+    sets.push_back(fmt::format("cluster.nodes={}", layout.nodes));
+    sets.push_back(fmt::format("cluster.gpus_per_node={}", layout.gpus_per_node));
+    sets.push_back("cache.scope=rank");
+    if (!kCompare) sets.push_back("run.max_steps=14");
+    std::string args;
+    std::vector<Override> overrides;
+    for (const std::string& s : sets) {
+      args += " --set " + s;
+      overrides.push_back(ParseSetArgument(s));
+    }
+    const ScenarioFile scenarios = ScenarioFile::Load(file);
+    const Scenario base = scenarios.Resolve(scenarios.variant_names()[0], overrides);
+    const auto measure = [&] {
+      return MeasureHost(base.dataset.sample_size, base.loader.preprocess.image_size, 3).node;
+    };
+    const NodeOptions before = measure();
+    const std::string json = (dir_.path() / "real.json").string();
+    const Result r = Stallscope("run " + file + " --quiet --json " + json + args, Mpirun(2));
+    ASSERT_EQ(r.code, 0) << r.err;
+    NodeOptions node = MeanNode(before, measure());
+    node.cores = std::max<uint32_t>(1, before.cores / layout.nodes);  // the host, split
+    const nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
+    ASSERT_EQ(doc["variants"].size(), scenarios.variant_names().size()) << r.err;
+    for (const auto& real : doc["variants"]) {
+      const std::string name = real["name"];
+      Scenario s = scenarios.Resolve(name, overrides);
+      s.cluster.node = node;
+      s.gpu.device = DeviceKind::kEmulated;
+      const VariantResult sim = simulator_.RunVariant(s);
+      const double idle = real["gpu_idle_fraction"];
+      const double sync = real["stall_seconds"]["sync"].get<double>() /
+                          real["window_seconds"].get<double>();
+      const double sim_sync = sim.stall.sync / sim.window_seconds;
+      std::printf(
+          "%-16s %-4s %-13s idle real %5.1f%% simulated %5.1f%% (%+.1f pp)   sync real %5.1f%% "
+          "simulated %5.1f%% (%+.1f pp)\n",
+          std::filesystem::path(file).stem().c_str(), layout.name, name.c_str(), idle * 100,
+          sim.gpu_idle_fraction * 100, (sim.gpu_idle_fraction - idle) * 100, sync * 100,
+          sim_sync * 100, (sim_sync - sync) * 100);
+      if (!kCompare) continue;
+      if (idle < kFed) {
+        // A fed job (warm-restart, even): what idle there is, is the step barrier's wake-up
+        // on this host, which the simulator does not model (README, "Multi-rank runs"): with
+        // two ranks' threads on two cores it is 3-8%, all of it sync. Checked: it is that,
+        // and the simulator predicts a fed GPU.
+        EXPECT_LT(sim.gpu_idle_fraction, 0.02) << layout.name << " " << name;
+        EXPECT_NEAR(sync, idle, 0.005) << layout.name << " " << name << ": idle that is not sync";
+        continue;
+      }
+      informative_++;
+      largest_ = std::max({largest_, std::abs(sim.gpu_idle_fraction - idle) * 100,
+                           std::abs(sim_sync - sync) * 100});
+      EXPECT_NEAR(sim.gpu_idle_fraction, idle, kTolerance) << layout.name << " " << name;
+      EXPECT_NEAR(sim_sync, sync, kTolerance) << layout.name << " " << name;
+    }
+  }
+  ~MultiRankValidation() override {
+    std::printf("%d informative comparisons (real idle >= %.0f%%): largest difference %.1f pp\n",
+                informative_, kFed * 100, largest_);
+  }
+
+  Simulator simulator_;
+  double largest_ = 0;  // over the informative comparisons, idle and sync, pp
+  int informative_ = 0;
+};
+
+constexpr Layout kLayouts[] = {{"1x2", 1, 2}, {"2x1", 2, 1}};
+
+TEST_F(MultiRankValidation, ColdVsCached) {
+  const std::string file = std::string(STALLSCOPE_SCENARIOS) + "/cold_vs_cached.yaml";
+  // (The disk tiers: each rank's own directory, rank-N under the scenario's path.)
+  for (const Layout& l : kLayouts) Compare(file, {}, l);
+}
+
+// One rank's preprocessing is 3x slower: the other waits for it as sync, on both sides.
+TEST_F(MultiRankValidation, Straggler) {
+  const std::string file = std::string(STALLSCOPE_SCENARIOS) + "/straggler.yaml";
+  for (const Layout& l : kLayouts) Compare(file, {}, l);
+}
+
+}  // namespace
+}  // namespace stallscope::cli
