@@ -6,8 +6,10 @@
 // its content (the dataset's bytes name their sample), and the straggler is the rank whose
 // storage the test slowed.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <thread>
@@ -196,6 +198,39 @@ TEST_F(MultiRank, ARankKilledMidRunEndsTheJobNamingTheRank) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("process rank 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("signal 9"), std::string::npos) << r.err;
+}
+
+// Ctrl-C on mpirun: Open MPI passes it to the ranks as SIGTERM (then SIGKILL a few seconds
+// later); they stop together at the next step's vote, and rank 0 writes the job's partial
+// result, as a one-rank run does.
+TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
+  std::string yaml = kTwoRanks;
+  yaml.replace(yaml.find("epochs: 2"), 9, "epochs: 500");
+  const std::string file = Write("long.yaml", yaml);
+  const std::string json = (dir_.path() / "partial.json").string();
+  Mpirun(2);  // (its environment)
+  std::vector<std::string> args = {"/bin/sh", "-c",
+                                   "exec " + Mpirun(2) + " " + STALLSCOPE_BIN + " run " + file +
+                                       " --quiet --json " + json};
+  const pid_t mpirun = Spawn(args);
+  ASSERT_GT(mpirun, 0);
+  std::this_thread::sleep_for(std::chrono::duration<double>(2.0 * testing::kTimingSlack));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(mpirun, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(mpirun, &status, 0), mpirun);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 10.0);
+  std::ifstream in(json);
+  ASSERT_TRUE(in) << "no partial result written";
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["partial"], true);
+  const auto& v = doc["variants"][0];
+  EXPECT_EQ(v["partial"], true);
+  ASSERT_EQ(v["ranks"].size(), 2u);
+  EXPECT_GT(v["steps"].get<uint64_t>(), 5u);
+  EXPECT_LT(v["steps"].get<uint64_t>(), 500u * 20);  // it did not run to the end
+  for (int k = 0; k < 2; ++k) EXPECT_GT(v["ranks"][k]["samples_delivered"].get<uint64_t>(), 0u);
 }
 
 int GpusVisible() {
