@@ -64,8 +64,7 @@ MpiJob* MpiJob::FromLauncher() {
 bool MpiJob::Arrive(uint64_t, bool stopping) {
   int in = stopping ? 1 : 0, out = 0;
   MPI_Request request;
-  Check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request),
-        "MPI_Iallreduce");
+  Check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request), "MPI_Iallreduce");
   const auto start = std::chrono::steady_clock::now();
   for (int done = 0;;) {
     Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");

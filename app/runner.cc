@@ -21,12 +21,12 @@ void CheckRunnable(const Scenario& s, uint32_t ranks) {
         s.file, s.variant, s.cluster.nodes, s.cluster.gpus_per_node, cluster, ranks, cluster));
   }
   if (s.cluster.straggler.rank >= static_cast<int64_t>(ranks)) {
-    throw BadInput(fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the run has {} "
-                               "rank(s) (0 to {})",
-                               s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
+    throw BadInput(
+        fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the run has {} "
+                    "rank(s) (0 to {})",
+                    s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
   }
-  if (s.cluster.gpus_per_node > 1 && s.cache_scope == CacheScope::kNode &&
-      !s.cache_tiers.empty()) {
+  if (s.cluster.gpus_per_node > 1 && s.cache_scope == CacheScope::kNode && !s.cache_tiers.empty()) {
     throw BadInput(fmt::format(
         "{} (variant {}): cache.scope: node: the {} ranks of a node would share its cache "
         "tiers, which real runs cannot do yet (each rank is a process with its own tiers); set "

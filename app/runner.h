@@ -14,12 +14,12 @@
 
 #include "base/errors.h"
 #include "config/scenario.h"
-#include "storage/storage_model.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
 #include "pipeline/pipeline.h"
 #include "storage/directory_storage.h"
 #include "storage/storage.h"
+#include "storage/storage_model.h"
 
 namespace stallscope {
 

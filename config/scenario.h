@@ -75,9 +75,9 @@ struct Scenario {
   StorageOptions storage;                // storage/storage_options.h
   std::vector<TierOptions> cache_tiers;  // cache/cache.h; searched in order; empty = no cache
   CacheScope cache_scope = CacheScope::kNode;
-  LoaderOptions loader;                  // pipeline/options.h
-  DeviceOptions gpu;                     // gpu/device_options.h
-  RunOptions run;                        // pipeline/options.h
+  LoaderOptions loader;  // pipeline/options.h
+  DeviceOptions gpu;     // gpu/device_options.h
+  RunOptions run;        // pipeline/options.h
   ClusterOptions cluster;
   std::optional<double> gpu_hour_cost;  // cost.gpu_hour, USD
 

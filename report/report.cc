@@ -13,10 +13,10 @@ namespace stallscope {
 // both directions come from this one list.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sync, other)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au, window_seconds,
-                                   samples_per_second, bytes_per_second, stall_seconds, cache_hit_ratio,
-                                   samples_delivered, samples_verified, integrity_errors,
-                                   samples_skipped, read_errors, bottleneck_stage, bottleneck_text,
-                                   allreduce_seconds)
+                                   samples_per_second, bytes_per_second, stall_seconds,
+                                   cache_hit_ratio, samples_delivered, samples_verified,
+                                   integrity_errors, samples_skipped, read_errors, bottleneck_stage,
+                                   bottleneck_text, allreduce_seconds)
 
 namespace {
 

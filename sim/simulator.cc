@@ -121,8 +121,7 @@ void CheckSimulatable(const Scenario& s) {
         "{} (variant {}): cluster.node.memory: the RAM cache tiers need {} per node{}, the node "
         "has {}",
         s.file, s.variant, FormatBinaryBytes(static_cast<double>(ram)),
-        per_rank ? fmt::format(" ({} ranks' own, cache.scope: rank)", s.cluster.gpus_per_node)
-                 : "",
+        per_rank ? fmt::format(" ({} ranks' own, cache.scope: rank)", s.cluster.gpus_per_node) : "",
         FormatBinaryBytes(static_cast<double>(s.cluster.node.memory))));
   }
   // Each set of tiers keeps a few bytes per sample for its policy's index.
@@ -146,9 +145,10 @@ void CheckSimulatable(const Scenario& s) {
   }
   const uint64_t ranks = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
   if (s.cluster.straggler.rank >= 0 && static_cast<uint64_t>(s.cluster.straggler.rank) >= ranks) {
-    throw BadInput(fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the cluster has "
-                               "{} rank(s) (0 to {})",
-                               s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
+    throw BadInput(
+        fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the cluster has "
+                    "{} rank(s) (0 to {})",
+                    s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
   }
   if (ranks > (1u << 24)) {
     throw BadInput(

@@ -231,8 +231,9 @@ void StorageModel::Advance(double now, std::vector<Completion>& done) {
       // First byte has arrived; the rest flows at the bandwidth left in the bucket.
       const double bytes = static_cast<double>(r.bytes);
       const double rate = options_.bandwidth_bytes_per_second;
-      const double due = shared_ ? SharedTake(shared_->bandwidth_empty, bytes, rate, bw_depth_, p.due)
-                                 : Take(bw_tokens_, bytes, rate, bw_depth_, bw_last_, p.due);
+      const double due = shared_
+                             ? SharedTake(shared_->bandwidth_empty, bytes, rate, bw_depth_, p.due)
+                             : Take(bw_tokens_, bytes, rate, bw_depth_, bw_last_, p.due);
       if (due > now || !flowing_.empty()) {
         flowing_.push_back({due, p.index});
         continue;

@@ -95,7 +95,8 @@ class SimulatedStorage::Engine {
         timer_(context_),
         work_(boost::asio::make_work_guard(context_)) {
     // steady_clock is CLOCK_MONOTONIC: the same clock in every process of this host.
-    if (shared) model_.Share(shared, std::chrono::duration<double>(start_.time_since_epoch()).count());
+    if (shared)
+      model_.Share(shared, std::chrono::duration<double>(start_.time_since_epoch()).count());
     thread_ = std::thread([this] { context_.run(); });
   }
 

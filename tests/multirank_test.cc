@@ -209,9 +209,9 @@ TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   const std::string file = Write("long.yaml", yaml);
   const std::string json = (dir_.path() / "partial.json").string();
   Mpirun(2);  // (its environment)
-  std::vector<std::string> args = {"/bin/sh", "-c",
-                                   "exec " + Mpirun(2) + " " + STALLSCOPE_BIN + " run " + file +
-                                       " --quiet --json " + json};
+  std::vector<std::string> args = {
+      "/bin/sh", "-c",
+      "exec " + Mpirun(2) + " " + STALLSCOPE_BIN + " run " + file + " --quiet --json " + json};
   const pid_t mpirun = Spawn(args);
   ASSERT_GT(mpirun, 0);
   std::this_thread::sleep_for(std::chrono::duration<double>(2.0 * testing::kTimingSlack));

@@ -6,12 +6,11 @@
 // points of the measured ones. The simulated node is this host, measured right before and
 // right after the real run (sim/host_model.h); each rank has its own tiers on both sides
 // (cache.scope: rank), as real ranks do.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "sim/host_model.h"
@@ -70,8 +69,8 @@ class MultiRankValidation : public Cli {
       s.gpu.device = DeviceKind::kEmulated;
       const VariantResult sim = simulator_.RunVariant(s);
       const double idle = real["gpu_idle_fraction"];
-      const double sync = real["stall_seconds"]["sync"].get<double>() /
-                          real["window_seconds"].get<double>();
+      const double sync =
+          real["stall_seconds"]["sync"].get<double>() / real["window_seconds"].get<double>();
       const double sim_sync = sim.stall.sync / sim.window_seconds;
       std::printf(
           "%-16s %-4s %-13s idle real %5.1f%% simulated %5.1f%% (%+.1f pp)   sync real %5.1f%% "
