@@ -26,6 +26,10 @@ struct OutputOptions {
   std::string linger = "0s";   // --linger: keep serving the final metrics this long
   std::string push_gateway;    // --push-gateway: empty = no push
   bool quiet = false;          // no banner, no progress line
+  // Multi-rank runs: this rank (the metrics' `rank` label; empty for one rank) and the offset
+  // its --metrics-listen port takes (its local rank on its host).
+  std::string rank;
+  unsigned metrics_port_offset = 0;
 };
 
 struct RunCommandOptions {

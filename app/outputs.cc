@@ -57,8 +57,8 @@ Outputs::Outputs(const OutputOptions& o) : options_(o) {
   }
   if (!o.metrics_listen.empty()) {
     try {
-      server_ =
-          std::make_unique<MetricsServer>(o.metrics_listen, [this] { return hub_.Serialize(); });
+      server_ = std::make_unique<MetricsServer>(
+          o.metrics_listen, [this] { return hub_.Serialize(); }, o.metrics_port_offset);
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }
@@ -70,7 +70,7 @@ StepObserver* Outputs::BeginVariant(const Scenario& s) {
   ++variants_;
   metrics_.reset();
   if (!server_ && options_.push_gateway.empty()) return nullptr;
-  metrics_ = std::make_shared<VariantMetrics>(s.name, s.variant, TierNames(s));
+  metrics_ = std::make_shared<VariantMetrics>(s.name, s.variant, TierNames(s), options_.rank);
   hub_.Add(metrics_);
   return metrics_.get();
 }
@@ -95,6 +95,15 @@ nlohmann::json NodeToJson(const NodeOptions& node) {
   return j;
 }
 
+void Outputs::Linger() const {
+  if (!server_ || linger_ <= 0 || StopSignal()) return;
+  if (!options_.quiet) {
+    std::fprintf(stderr, "serving the final metrics at http://%s/metrics for %s\n",
+                 server_->address().c_str(), FormatDuration(linger_).c_str());
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(linger_));
+}
+
 int Outputs::Finish(const std::string& scenario_name, const std::string& mode,
                     const std::vector<VariantResult>& results, const nlohmann::json& extra) {
   const bool quiet = options_.quiet;
@@ -111,13 +120,7 @@ int Outputs::Finish(const std::string& scenario_name, const std::string& mode,
       std::fprintf(stderr, "wrote %s (open it in ui.perfetto.dev)\n", options_.trace.c_str());
     }
   }
-  if (server_ && linger_ > 0 && !StopSignal()) {
-    if (!quiet) {
-      std::fprintf(stderr, "serving the final metrics at http://%s/metrics for %s\n",
-                   server_->address().c_str(), FormatDuration(linger_).c_str());
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(linger_));
-  }
+  Linger();
   if (const int sig = StopSignal()) {
     std::fprintf(stderr, "stallscope: interrupted by %s: the results above are partial%s\n",
                  sig == SIGINT ? "SIGINT" : "SIGTERM",

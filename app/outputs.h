@@ -46,6 +46,9 @@ class Outputs {
   int Finish(const std::string& scenario_name, const std::string& mode,
              const std::vector<VariantResult>& results,
              const nlohmann::json& extra = nlohmann::json::object());
+  // Keeps serving the final metrics for --linger (Finish does; a multi-rank run's other
+  // ranks, which write nothing, call it alone).
+  void Linger() const;
 
  private:
   const OutputOptions options_;

@@ -139,8 +139,16 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
       ForRank(s, job.rank(), ranks, static_cast<uint32_t>(job.hosts()));
       CheckRunnable(s, ranks);
     }
+    // Every rank serves its own metrics (labelled rank="K", at --metrics-listen's port + its
+    // local rank) and pushes them (grouped by rank too); rank 0 alone writes the files.
     OutputOptions out = o.out;
-    if (!root) out = {.quiet = true};
+    out.rank = std::to_string(job.rank());
+    out.metrics_port_offset = static_cast<unsigned>(job.local_rank());
+    if (!root) {
+      out.json.clear();
+      out.trace.clear();
+      out.quiet = true;
+    }
     outputs = std::make_unique<Outputs>(out);
   } catch (const BadInput& e) {  // StorageError (a bad dataset directory) included
     error = ErrorMessage(e);
@@ -151,6 +159,11 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
   if (!quiet) {
     std::fprintf(stderr, "stallscope run: %s (%s), %zu variant(s), %u ranks\n",
                  scenarios[0].name.c_str(), o.scenario.c_str(), scenarios.size(), ranks);
+    if (!o.out.metrics_listen.empty()) {
+      std::fprintf(stderr,
+                   "metrics: every rank serves its own, labelled rank=\"K\", at the port of "
+                   "--metrics-listen plus its local rank on its host\n");
+    }
   }
   ProgressLine progress(!quiet && isatty(STDERR_FILENO));
   StopOnSignal stopper;
@@ -202,7 +215,11 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     }
     if (stop) break;
   }
-  return root ? outputs->Finish(scenarios[0].name, "run", results) : 0;
+  if (!root) {
+    outputs->Linger();
+    return 0;
+  }
+  return outputs->Finish(scenarios[0].name, "run", results);
 }
 
 }  // namespace

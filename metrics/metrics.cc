@@ -21,9 +21,10 @@ const prometheus::Histogram::BucketBoundaries kWaitBuckets = {
 }  // namespace
 
 VariantMetrics::VariantMetrics(std::string scenario, std::string variant,
-                               std::vector<std::string> tiers)
+                               std::vector<std::string> tiers, std::string rank)
     : scenario_(std::move(scenario)),
       variant_(std::move(variant)),
+      rank_(std::move(rank)),
       tiers_(std::move(tiers)),
       registry_(std::make_shared<prometheus::Registry>()) {
   using prometheus::BuildCounter;
@@ -136,6 +137,7 @@ std::string MetricsHub::Serialize() const {
       for (prometheus::ClientMetric& m : f.metric) {
         m.label.push_back({"scenario", v->scenario()});
         m.label.push_back({"variant", v->variant()});
+        if (!v->rank().empty()) m.label.push_back({"rank", v->rank()});
       }
       auto it = merged.find(f.name);
       if (it == merged.end()) {
@@ -160,8 +162,9 @@ int PushToGateway(const std::string& url, const VariantMetrics& metrics) {
   const auto colon = rest.rfind(':');
   const std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   const std::string port = colon == std::string::npos ? "9091" : rest.substr(colon + 1);
-  prometheus::Gateway gateway("http://" + host, port, "stallscope",
-                              {{"scenario", metrics.scenario()}, {"variant", metrics.variant()}});
+  prometheus::Labels grouping = {{"scenario", metrics.scenario()}, {"variant", metrics.variant()}};
+  if (!metrics.rank().empty()) grouping.emplace("rank", metrics.rank());
+  prometheus::Gateway gateway("http://" + host, port, "stallscope", grouping);
   gateway.RegisterCollectable(metrics.registry());
   const int status = gateway.Push();
   if (status < 0) throw std::runtime_error("cannot reach the Pushgateway at " + url);

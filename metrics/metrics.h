@@ -34,7 +34,10 @@ namespace stallscope {
 class VariantMetrics final : public StepObserver {
  public:
   // `tiers` names the cache tiers in order (memory, disk).
-  VariantMetrics(std::string scenario, std::string variant, std::vector<std::string> tiers);
+  // `rank`: a multi-rank run's rank, a label of every series and of the Pushgateway's
+  // grouping key (empty: one rank, no label).
+  VariantMetrics(std::string scenario, std::string variant, std::vector<std::string> tiers,
+                 std::string rank = "");
 
   void OnStep(const BatchRecord& batch, double previous_end, bool in_window,
               const QueueDepths& queues) override;
@@ -42,9 +45,10 @@ class VariantMetrics final : public StepObserver {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
   const std::string& scenario() const { return scenario_; }
   const std::string& variant() const { return variant_; }
+  const std::string& rank() const { return rank_; }
 
  private:
-  const std::string scenario_, variant_;
+  const std::string scenario_, variant_, rank_;
   const std::vector<std::string> tiers_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge* idle_ = nullptr;

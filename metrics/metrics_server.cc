@@ -86,7 +86,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class MetricsServer::Impl {
  public:
-  Impl(const std::string& listen, std::function<std::string()> body)
+  Impl(const std::string& listen, std::function<std::string()> body, unsigned port_offset)
       : body_(std::move(body)), acceptor_(context_) {
     std::string host = "127.0.0.1", port = listen;
     if (const auto colon = listen.rfind(':'); colon != std::string::npos) {
@@ -107,6 +107,11 @@ class MetricsServer::Impl {
       throw std::invalid_argument("--metrics-listen " + listen + ": expected HOST:PORT or PORT");
     }
     if (ec) throw std::invalid_argument("--metrics-listen " + listen + ": bad address " + host);
+    if (port_number != 0) port_number += port_offset;
+    if (port_number > 65535) {
+      throw std::invalid_argument("--metrics-listen " + listen + ": port + local rank (" +
+                                  std::to_string(port_offset) + ") is beyond 65535");
+    }
     const tcp::endpoint endpoint(address, static_cast<unsigned short>(port_number));
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
@@ -151,8 +156,9 @@ class MetricsServer::Impl {
   std::thread thread_;
 };
 
-MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> body)
-    : impl_(std::make_unique<Impl>(listen, std::move(body))) {}
+MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> body,
+                             unsigned port_offset)
+    : impl_(std::make_unique<Impl>(listen, std::move(body), port_offset)) {}
 
 MetricsServer::~MetricsServer() = default;
 

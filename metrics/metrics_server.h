@@ -22,7 +22,10 @@ namespace stallscope {
 class MetricsServer {
  public:
   // Throws std::invalid_argument for an address that cannot be parsed or bound.
-  MetricsServer(const std::string& listen, std::function<std::string()> body);
+  // `port_offset` is added to a non-zero port (multi-rank runs: rank k of a host serves at
+  // PORT + k).
+  MetricsServer(const std::string& listen, std::function<std::string()> body,
+                unsigned port_offset = 0);
   ~MetricsServer();
 
   unsigned short port() const;

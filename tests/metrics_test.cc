@@ -6,15 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "metrics/metrics_server.h"
+#include "tests/http_get.h"
 #include "tests/test_util.h"
 
 namespace stallscope {
@@ -22,28 +19,8 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-// Sends `request` raw and returns the whole response (the server closes after it, since
-// requests here say Connection: close or are bad).
-std::string Exchange(unsigned short port, const std::string& request) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), port});
-  asio::write(socket, asio::buffer(request));
-  std::string response;
-  boost::system::error_code ec;
-  std::array<char, 8192> buf;
-  while (true) {
-    const size_t n = socket.read_some(asio::buffer(buf), ec);
-    response.append(buf.data(), n);
-    if (ec) break;
-  }
-  return response;
-}
-
-std::string Get(unsigned short port, const std::string& path) {
-  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-}
+using testing::Exchange;
+using testing::Get;
 
 const char* kScenario = R"(
 name: abuse

@@ -21,6 +21,7 @@
 #include "pipeline/sampler.h"
 #include "report/report.h"
 #include "tests/cli_util.h"
+#include "tests/http_get.h"
 #include "tests/mpirun.h"
 
 namespace stallscope::cli {
@@ -231,6 +232,43 @@ TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   EXPECT_GT(v["steps"].get<uint64_t>(), 5u);
   EXPECT_LT(v["steps"].get<uint64_t>(), 500u * 20);  // it did not run to the end
   for (int k = 0; k < 2; ++k) EXPECT_GT(v["ranks"][k]["samples_delivered"].get<uint64_t>(), 0u);
+}
+
+// --metrics-listen under mpirun: every rank serves its own metrics at the port plus its local
+// rank, each series labelled with the rank.
+TEST_F(MultiRank, EveryRankServesItsMetricsLabelledByRank) {
+  const std::string file = Write("two.yaml", kTwoRanks);
+  const unsigned port = 20000 + static_cast<unsigned>(getpid()) % 20000;
+  Result r;
+  std::thread job([&] {
+    r = Stallscope("run " + file + " --quiet --linger 4s --metrics-listen 127.0.0.1:" +
+                       std::to_string(port),
+                   Mpirun(2));
+  });
+  // The last scrape of each rank during the linger: the whole run's counters.
+  std::string seen[2];
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    bool done = true;
+    for (int k = 0; k < 2; ++k) {
+      try {
+        const std::string body = testing::Get(static_cast<unsigned short>(port + k), "/metrics");
+        if (body.find("stallscope_steps_total") != std::string::npos) seen[k] = body;
+      } catch (const std::exception&) {  // not listening (yet, or any more)
+      }
+      done = done && seen[k].find("rank=\"" + std::to_string(k) + "\"") != std::string::npos;
+    }
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  job.join();
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NE(seen[k].find("rank=\"" + std::to_string(k) + "\""), std::string::npos)
+        << "rank " << k << " at port " << port + k << ":\n" << seen[k];
+    EXPECT_EQ(seen[k].find("rank=\"" + std::to_string(1 - k) + "\""), std::string::npos)
+        << "rank " << k << " serves its own series only";
+  }
 }
 
 int GpusVisible() {
