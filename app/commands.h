@@ -30,6 +30,9 @@ struct OutputOptions {
   // its --metrics-listen port takes (its local rank on its host).
   std::string rank;
   unsigned metrics_port_offset = 0;
+  // false: collect the trace but write no file (a multi-rank run's other ranks; rank 0
+  // gathers their events and writes the one trace).
+  bool write_files = true;
 };
 
 struct RunCommandOptions {

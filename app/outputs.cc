@@ -43,7 +43,7 @@ Outputs::Outputs(const OutputOptions& o) : options_(o) {
     json_out_.open(o.json);
     if (!json_out_) throw BadInput(o.json + ": cannot write the --json file");
   }
-  if (!o.trace.empty()) {
+  if (!o.trace.empty() && o.write_files) {
     trace_out_.open(o.trace);
     if (!trace_out_) throw BadInput(o.trace + ": cannot write the --trace file");
   }
@@ -76,7 +76,16 @@ StepObserver* Outputs::BeginVariant(const Scenario& s) {
 }
 
 void Outputs::Record(const Scenario& s, const RunRecord& record) {
-  if (trace()) AppendTraceEvents(trace_events_, record, s.variant, variants_, TierNames(s));
+  if (!trace()) return;
+  // A multi-rank run: a process per rank and variant (variant × 10000 + rank).
+  const int pid = options_.rank.empty() ? variants_ : variants_ * 10000 + std::stoi(options_.rank);
+  AppendTraceEvents(trace_events_, record, s.variant, pid, TierNames(s), options_.rank);
+}
+
+std::string Outputs::TraceEventsText() const { return trace_events_.dump(); }
+
+void Outputs::AddTraceEvents(const std::string& text) {
+  for (nlohmann::json& e : nlohmann::json::parse(text)) trace_events_.push_back(std::move(e));
 }
 
 void Outputs::EndVariant(const Scenario& s) {
@@ -114,7 +123,7 @@ int Outputs::Finish(const std::string& scenario_name, const std::string& mode,
     json_out_ << doc.dump(2) << "\n";
     if (!quiet) std::fprintf(stderr, "wrote %s\n", options_.json.c_str());
   }
-  if (trace()) {
+  if (trace_out_.is_open()) {
     trace_out_ << TraceDocument(std::move(trace_events_)).dump() << "\n";
     if (!quiet) {
       std::fprintf(stderr, "wrote %s (open it in ui.perfetto.dev)\n", options_.trace.c_str());

@@ -31,7 +31,10 @@ class Outputs {
   // Throws BadInput for a file that cannot be written or a malformed option.
   explicit Outputs(const OutputOptions& options);
 
-  bool trace() const { return trace_out_.is_open(); }
+  bool trace() const { return !options_.trace.empty(); }  // collected (written where told)
+  // The trace events so far, as JSON text; and another rank's, added to this one's.
+  std::string TraceEventsText() const;
+  void AddTraceEvents(const std::string& text);
 
   // A variant starts: its metrics (nullptr when neither served nor pushed).
   StepObserver* BeginVariant(const Scenario& scenario);

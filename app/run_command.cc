@@ -146,7 +146,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     out.metrics_port_offset = static_cast<unsigned>(job.local_rank());
     if (!root) {
       out.json.clear();
-      out.trace.clear();
+      out.write_files = false;  // its trace goes to rank 0
       out.quiet = true;
     }
     outputs = std::make_unique<Outputs>(out);
@@ -214,6 +214,10 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
       results.push_back(std::move(v));
     }
     if (stop) break;
+  }
+  if (outputs->trace()) {  // one trace, a process per rank and variant
+    const std::vector<std::string> traces = job.GatherAtRoot(root ? "" : outputs->TraceEventsText());
+    for (size_t k = 1; k < traces.size(); ++k) outputs->AddTraceEvents(traces[k]);
   }
   if (!root) {
     outputs->Linger();

@@ -45,7 +45,8 @@ std::vector<int> AssignLanes(const std::vector<std::pair<double, double>>& spans
 }  // namespace
 
 void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::string& variant,
-                       int pid, const std::vector<std::string>& tier_names) {
+                       int pid, const std::vector<std::string>& tier_names,
+                       const std::string& rank) {
   const double t0 = run.start;
   auto us = [t0](double t) { return (t - t0) * 1e6; };
   std::map<int, std::string> threads;
@@ -63,7 +64,8 @@ void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::
   events.push_back({{"ph", "M"},
                     {"pid", pid},
                     {"name", "process_name"},
-                    {"args", {{"name", "stallscope " + variant}}}});
+                    {"args",
+                     {{"name", "stallscope " + variant + (rank.empty() ? "" : " rank " + rank)}}}});
 
   const auto& b = run.batches;
   threads[kComputeTid] = "compute stream";

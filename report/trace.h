@@ -21,10 +21,13 @@
 
 namespace stallscope {
 
-// Appends `run`'s events, as process `pid` named after `variant`, to `events` (an array).
-// `tier_names` names cache tiers by index.
+// Appends `run`'s events, as process `pid` named after `variant` (and `rank`, in a multi-rank
+// run: "stallscope VARIANT rank K"), to `events` (an array). `tier_names` names cache tiers by
+// index. Times count from the run's own start (a multi-rank run's ranks start together, after
+// a barrier).
 void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::string& variant,
-                       int pid, const std::vector<std::string>& tier_names);
+                       int pid, const std::vector<std::string>& tier_names,
+                       const std::string& rank = "");
 
 // {"traceEvents": events, "displayTimeUnit": "ms"}.
 nlohmann::json TraceDocument(nlohmann::json events);

@@ -138,12 +138,28 @@ gpu: {step_time: 5ms}
 run: {epochs: 2}
 )";
 
-// `mpirun -np 2 stallscope run`: rank 0 writes one result, the job's and every rank's.
+// `mpirun -np 2 stallscope run`: rank 0 writes one result, the job's and every rank's, and one
+// trace with a process per rank, each with its own steps.
 TEST_F(MultiRank, RunWritesTheJobAndEveryRank) {
   const std::string file = Write("two.yaml", kTwoRanks);
   const std::string json = (dir_.path() / "r.json").string();
-  const Result r = Stallscope("run " + file + " --quiet --json " + json, Mpirun(2));
+  const std::string trace = (dir_.path() / "r.trace").string();
+  const Result r =
+      Stallscope("run " + file + " --quiet --json " + json + " --trace " + trace, Mpirun(2));
   ASSERT_EQ(r.code, 0) << r.err;
+  std::map<int, std::string> processes;  // pid → name
+  std::map<int, int> steps;              // pid → step spans
+  const nlohmann::json events = nlohmann::json::parse(std::ifstream(trace))["traceEvents"];
+  for (const auto& e : events) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e["ph"] == "X" && e["cat"] == "step") steps[e["pid"]]++;
+  }
+  ASSERT_EQ(processes.size(), 2u);
+  EXPECT_EQ(processes[10000], "stallscope base rank 0");
+  EXPECT_EQ(processes[10001], "stallscope base rank 1");
+  // 2 epochs of 500 samples per rank in batches of 25: 40 steps each.
+  EXPECT_EQ(steps[10000], 40);
+  EXPECT_EQ(steps[10001], 40);
   EXPECT_NE(r.out.find("rank 1 idle / sync / stage"), std::string::npos) << r.out;
   const auto v = nlohmann::json::parse(std::ifstream(json))["variants"][0];
   EXPECT_EQ(v["gpus"], 2);
