@@ -16,8 +16,9 @@ namespace {
 // Colour-blind-safe palette (Okabe–Ito), cycled over variants.
 const char* kColors[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
                          "#56B4E9", "#D55E00", "#F0E442", "#000000"};
-const char* kStageColors[] = {"#D55E00", "#E69F00", "#56B4E9", "#999999"};
-const char* kStages[] = {"fetch", "preprocess", "transfer", "other"};
+const char* kStageColors[] = {"#D55E00", "#E69F00", "#56B4E9", "#CC79A7", "#999999"};
+const char* kStages[] = {"fetch", "preprocess", "transfer", "sync", "other"};
+constexpr int kStageCount = 5;
 
 constexpr int kWidth = 760;  // the charts' width (report/chart.cc)
 
@@ -169,28 +170,35 @@ std::string VerdictSection(const std::vector<Variant>& variants) {
   return html;
 }
 
-// Stall seconds by stage: one stacked horizontal bar per variant, its total after it.
-std::string StallChart(const std::vector<Variant>& variants) {
+// One row of a stall chart: its label, its stall_seconds object, and the text after its bar.
+struct StallRow {
+  std::string label;
+  const nlohmann::json* stall;
+  std::string after;  // empty: the row's total seconds
+};
+
+// Stall seconds by stage: one stacked horizontal bar per row.
+std::string StallBars(const std::string& title, const std::vector<StallRow>& rows) {
   double max_total = 1e-9;
-  for (const Variant& v : variants) {
+  for (const StallRow& r : rows) {
     double t = 0;
-    for (const char* st : kStages) t += (*v.v)["stall_seconds"].value(st, 0.0);
+    for (const char* st : kStages) t += r.stall->value(st, 0.0);
     max_total = std::max(max_total, t);
   }
-  const int row = 26, h = static_cast<int>(variants.size()) * row + 40, labelw = 170;
-  const int pw = kWidth - labelw - 70;  // room for the total after the bar
-  std::string html = "<h2>Stall seconds by stage</h2>\n";
+  const int row = 26, h = static_cast<int>(rows.size()) * row + 40, labelw = 170;
+  const int pw = kWidth - labelw - 90;  // room for the text after the bar
+  std::string html = "<h2>" + HtmlEscape(title) + "</h2>\n";
   html += fmt::format(
       "<svg class=\"chart\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
       "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">",
       kWidth, h, kWidth, h);
-  for (size_t i = 0; i < variants.size(); ++i) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     const int y = 10 + static_cast<int>(i) * row;
     html += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", labelw - 6, y + 14,
-                        HtmlEscape(variants[i].label));
+                        HtmlEscape(rows[i].label));
     double x = labelw;
-    for (int s = 0; s < 4; ++s) {
-      const double sec = (*variants[i].v)["stall_seconds"].value(kStages[s], 0.0);
+    for (int s = 0; s < kStageCount; ++s) {
+      const double sec = rows[i].stall->value(kStages[s], 0.0);
       const double w = pw * sec / max_total;
       if (w > 0) {
         html += fmt::format(
@@ -200,13 +208,36 @@ std::string StallChart(const std::vector<Variant>& variants) {
       }
       x += w;
     }
-    html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} s</text>", x + 4, y + 14,
-                        (x - labelw) / pw * max_total);
+    const std::string after = rows[i].after.empty()
+                                  ? fmt::format("{:.2f} s", (x - labelw) / pw * max_total)
+                                  : rows[i].after;
+    html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", x + 4, y + 14,
+                        HtmlEscape(after));
   }
   html += "</svg>";
   std::vector<std::pair<std::string, std::string>> stage_legend;
-  for (int s = 0; s < 4; ++s) stage_legend.emplace_back(kStages[s], kStageColors[s]);
+  for (int s = 0; s < kStageCount; ++s) stage_legend.emplace_back(kStages[s], kStageColors[s]);
   return html + ColorLegend(stage_legend);
+}
+
+std::string StallChart(const std::vector<Variant>& variants) {
+  std::vector<StallRow> rows;
+  for (const Variant& v : variants) rows.push_back({v.label, &(*v.v)["stall_seconds"], ""});
+  return StallBars("Stall seconds by stage", rows);
+}
+
+// Multi-rank runs: each rank's idle, split by stage (its wait for the slowest rank as sync),
+// its idle fraction after the bar.
+std::string RankChart(const std::vector<Variant>& variants) {
+  std::vector<StallRow> rows;
+  for (const Variant& v : variants) {
+    if (!v.v->contains("ranks") || (*v.v)["ranks"].size() < 2) continue;
+    for (const nlohmann::json& r : (*v.v)["ranks"]) {
+      rows.push_back({fmt::format("{} rank {}", v.label, r.value("rank", 0)), &r["stall_seconds"],
+                      fmt::format("idle {:.1f}%", r.value("gpu_idle_fraction", 0.0) * 100)});
+    }
+  }
+  return rows.empty() ? "" : StallBars("GPU idle per rank, by stage", rows);
 }
 
 // The variants' charts: utilization over time, stall by stage, hit ratio per epoch, queues.
@@ -221,6 +252,7 @@ std::string VariantCharts(const std::vector<Variant>& variants) {
       SeriesLegend(util, LegendSwatch::kLine);
 
   html += StallChart(variants);
+  html += RankChart(variants);
 
   // Epochs are discrete: one group of bars per epoch number, the variants side by side.
   const std::vector<ChartSeries> hits = VariantSeries(variants, "epochs", [](const auto& e) {

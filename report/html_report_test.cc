@@ -184,6 +184,32 @@ TEST(HtmlReport, ThePageFetchesNothing) {
   }
 }
 
+// A two-rank run: a bar per rank, its wait for the other as sync (pink), its idle after it;
+// a one-rank document draws no per-rank chart.
+TEST(HtmlReport, AMultiRankRunDrawsEachRanksIdleBySyncAndItsOwnStages) {
+  nlohmann::json doc = ColdVsCached();
+  nlohmann::json& v = doc["variants"][0];
+  v["ranks"] = {{{"rank", 0},
+                 {"gpu_idle_fraction", 0.6},
+                 {"stall_seconds", {{"fetch", 0}, {"preprocess", 0}, {"sync", 3.0}}}},
+                {{"rank", 1},
+                 {"gpu_idle_fraction", 0.6},
+                 {"stall_seconds", {{"fetch", 0}, {"preprocess", 3.0}, {"sync", 0.01}}}}};
+  const std::string chart = ChartAfter(RenderHtmlReport({doc}, {"r.json"}), "GPU idle per rank");
+  ASSERT_FALSE(chart.empty());
+  const auto sync = Bars(chart, "bar", "#CC79A7");
+  const auto preprocess = Bars(chart, "bar", "#E69F00");
+  ASSERT_EQ(sync.size(), 2u);
+  ASSERT_EQ(preprocess.size(), 1u);
+  EXPECT_GT(sync[0].width, 100 * sync[1].width);  // rank 0 waited, rank 1 hardly
+  EXPECT_LT(sync[0].y, preprocess[0].y);          // rank 0's row first
+  EXPECT_NEAR(sync[0].width, preprocess[0].width, 1);
+  EXPECT_NE(chart.find("cold rank 1"), std::string::npos);
+  EXPECT_NE(chart.find("idle 60.0%"), std::string::npos);
+  EXPECT_EQ(RenderHtmlReport({ColdVsCached()}, {"c.json"}).find("GPU idle per rank"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, ADocumentWithoutVariantsIsRefusedByName) {
   try {
     RenderHtmlReport({nlohmann::json{{"scenario", "x"}}}, {"odd.json"});
