@@ -37,9 +37,9 @@ class Reader final : public ReadCallback {
   }
   ~Reader() { std::free(buffers_); }
 
-  void ReadAll() {
+  void ReadAll(const RankShard& shard) {
     const uint64_t n = storage_.num_samples();
-    for (uint64_t id = 0; id < n; ++id) {
+    for (uint64_t id = shard.rank; id < n; id += shard.ranks) {
       uint32_t buffer;
       {
         std::unique_lock lock(mu_);
@@ -88,7 +88,8 @@ class Reader final : public ReadCallback {
 
 }  // namespace
 
-BenchDirResult BenchDirectory(const DirectoryStorageOptions& o) {
+BenchDirResult BenchDirectory(const DirectoryStorageOptions& o, const RankShard& shard,
+                              const std::function<void()>& before_read) {
   DirectoryStorage storage(o);
   BenchDirResult r;
   r.path = o.dataset.path;
@@ -103,13 +104,14 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& o) {
   while (r.size_histogram.size() > 1 && r.size_histogram.back() == 0) r.size_histogram.pop_back();
   storage.BeginEpoch(0);  // with cold: evict the page cache now, outside the timing
   Reader reader(storage, o.io.io_depth);
+  if (before_read) before_read();
   const double cpu0 = CpuSeconds(), t0 = MonotonicSeconds();
-  reader.ReadAll();
+  reader.ReadAll(shard);
   r.seconds = MonotonicSeconds() - t0;
   const double cpu = CpuSeconds() - cpu0;
   r.bytes = reader.bytes();
   r.skipped = reader.skipped();
-  const uint64_t read = r.files - r.skipped;
+  const uint64_t read = reader.latency().size();
   r.files_per_second = r.seconds > 0 ? read / r.seconds : 0;
   r.bytes_per_second = r.seconds > 0 ? r.bytes / r.seconds : 0;
   r.cpu_seconds_per_file = read ? cpu / read : 0;
@@ -117,7 +119,31 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& o) {
   r.latency_p50 = Quantile(lat, 0.50);
   r.latency_p99 = Quantile(lat, 0.99);
   r.latency_p999 = Quantile(lat, 0.999);
+  r.latencies = std::move(lat);
   return r;
+}
+
+BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients) {
+  BenchDirResult all = clients.front();
+  all.bytes = all.skipped = 0;
+  all.seconds = 0;
+  all.latencies.clear();
+  double cpu = 0;
+  for (const BenchDirResult& c : clients) {
+    all.bytes += c.bytes;
+    all.skipped += c.skipped;
+    all.seconds = std::max(all.seconds, c.seconds);
+    all.latencies.insert(all.latencies.end(), c.latencies.begin(), c.latencies.end());
+    cpu += c.cpu_seconds_per_file * static_cast<double>(c.latencies.size());
+  }
+  const auto read = static_cast<double>(all.latencies.size());
+  all.files_per_second = all.seconds > 0 ? read / all.seconds : 0;
+  all.bytes_per_second = all.seconds > 0 ? all.bytes / all.seconds : 0;
+  all.cpu_seconds_per_file = read > 0 ? cpu / read : 0;
+  all.latency_p50 = Quantile(all.latencies, 0.50);
+  all.latency_p99 = Quantile(all.latencies, 0.99);
+  all.latency_p999 = Quantile(all.latencies, 0.999);
+  return all;
 }
 
 nlohmann::json BenchDirToJson(const BenchDirResult& r) {

@@ -10,10 +10,12 @@
 #ifndef STALLSCOPE_APP_BENCH_DIR_H_
 #define STALLSCOPE_APP_BENCH_DIR_H_
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "pipeline/options.h"
 #include "storage/directory_storage.h"
 
 namespace stallscope {
@@ -28,10 +30,19 @@ struct BenchDirResult {
   bool io_uring = true, direct = false;
   // Files per power-of-two size bucket: bucket k holds sizes in [2^k, 2^(k+1)) (0: empty files).
   std::vector<uint64_t> size_histogram;
+  std::vector<double> latencies;  // each file read, seconds (not in the JSON)
 };
 
-// Throws StorageError (a bad directory) before reading anything.
-BenchDirResult BenchDirectory(const DirectoryStorageOptions& options);
+// Throws StorageError (a bad directory) before reading anything. `shard`: read only the files
+// whose index in the listing is rank, rank + ranks, … (a multi-client benchmark's share; `files`
+// and the histogram are still the whole directory's). `before_read` runs after the set-up,
+// just before the timed read (a multi-client benchmark's start barrier).
+BenchDirResult BenchDirectory(const DirectoryStorageOptions& options, const RankShard& shard = {},
+                              const std::function<void()>& before_read = {});
+
+// The clients of a multi-client benchmark as one: files and bytes summed, the time the
+// slowest took (they start together), rates over it, latency percentiles over every file.
+BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 
 nlohmann::json BenchDirToJson(const BenchDirResult& r);
 std::string FormatBenchDir(const BenchDirResult& r);

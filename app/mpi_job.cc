@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -80,6 +81,21 @@ bool MpiJob::AnyRank(bool flag) {
   int in = flag ? 1 : 0, out = 0;
   Check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return out != 0;
+}
+
+bool MpiJob::AnyRankRefused(const std::string& error) {
+  if (!AnyRank(!error.empty())) return false;
+  const std::vector<std::string> all = GatherAtRoot(error);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    if (r == 0) {
+      std::fprintf(stderr, "stallscope: %s\n", all[r].c_str());
+    } else {
+      std::fprintf(stderr, "stallscope: rank %zu: %s\n", r, all[r].c_str());
+    }
+    break;
+  }
+  return true;
 }
 
 SharedStorageBudget* MpiJob::FreshHostStorageBudget() {

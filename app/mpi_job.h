@@ -20,6 +20,9 @@
 
 namespace stallscope {
 
+// Raised on a rank whose peer refused its set-up (AnyRankRefused; rank 0 has printed why).
+struct PeerRefused {};
+
 class MpiJob final : public StepSync {
  public:
   // The job when this process was started by an MPI launcher (Open MPI's
@@ -38,6 +41,10 @@ class MpiJob final : public StepSync {
   // allocated on first use), zeroed: a fresh storage's budget. Collective: every rank calls
   // it, once per storage, when no rank uses the previous one.
   SharedStorageBudget* FreshHostStorageBudget();
+  // Set-up errors agreed across ranks: true when any rank's `error` is not empty; rank 0 then
+  // prints the first one (naming the rank when it is not rank 0's own), and every rank should
+  // exit 2. Collective: every rank calls it once per check.
+  bool AnyRankRefused(const std::string& error);
   RankShard shard() const { return {static_cast<uint32_t>(rank_), static_cast<uint32_t>(size_)}; }
 
   // StepSync: an all-reduce of the stop flags, which is also the step's barrier.

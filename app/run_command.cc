@@ -78,24 +78,6 @@ void ForRank(Scenario& s, uint32_t rank, uint32_t ranks, uint32_t hosts) {
   m.max_inflight = std::max<uint32_t>(1, m.max_inflight / hosts);
 }
 
-// Raised on a rank whose peer refused its set-up; the peer's message is printed by rank 0.
-struct PeerRefused {};
-
-// Multi-rank set-up errors: every rank learns whether any rank failed, rank 0 prints the
-// first message (naming the rank when it is not rank 0's own), and all exit 2. Collective:
-// every rank calls it once per check.
-bool AnyRankRefused(MpiJob& job, const std::string& error) {
-  if (!job.AnyRank(!error.empty())) return false;
-  const std::vector<std::string> all = job.GatherAtRoot(error);
-  for (size_t r = 0; r < all.size(); ++r) {
-    if (all[r].empty()) continue;
-    std::fprintf(stderr, "stallscope: %s%s\n", r == 0 ? "" : fmt::format("rank {}: ", r).c_str(),
-                 all[r].c_str());
-    break;
-  }
-  return true;
-}
-
 // A rank confined to fewer cores than its loader's threads (Open MPI binds each rank to one
 // core when it starts 2 or fewer, to a socket beyond): those threads then share the cores,
 // and the run measures the binding. Collective: rank 0 prints one warning for the job.
@@ -153,7 +135,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
   } catch (const BadInput& e) {  // StorageError (a bad dataset directory) included
     error = ErrorMessage(e);
   }
-  if (AnyRankRefused(job, error)) return kExitBadInput;
+  if (job.AnyRankRefused(error)) return kExitBadInput;
   WarnAboutBinding(job, scenarios);
   const bool quiet = o.out.quiet || !root;
   if (!quiet) {
@@ -180,9 +162,9 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
       hooks.shard = job.shard();
       hooks.step_sync = &job;
       hooks.before_run = [&] {
-        if (AnyRankRefused(job, "")) throw PeerRefused{};  // a rank's set-up failed
+        if (job.AnyRankRefused("")) throw PeerRefused{};  // a rank's set-up failed
         // Every rank is set up: the same collectives on every rank from here.
-        if (AnyRankRefused(job, MixedDevices(*device, job))) throw PeerRefused{};
+        if (job.AnyRankRefused(MixedDevices(*device, job))) throw PeerRefused{};
         agreed = true;
         JoinDataParallel(*device, job);
       };
@@ -198,7 +180,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
       error = ErrorMessage(e);
     }
     if (!agreed) {
-      AnyRankRefused(job, error);
+      job.AnyRankRefused(error);
       return kExitBadInput;
     }
     const uint32_t node = job.rank() / s.cluster.gpus_per_node;

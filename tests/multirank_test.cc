@@ -287,6 +287,45 @@ TEST_F(MultiRank, EveryRankServesItsMetricsLabelledByRank) {
   }
 }
 
+// `mpirun -np 2 stallscope bench-dir` (MLPerf Storage's multi-client arrangement): the two
+// clients read disjoint halves of the directory, together every file once; rank 0 reports
+// the clients together and each, and the training loop runs a rank per client.
+TEST_F(MultiRank, BenchDirClientsReadTheDirectoryOnceBetweenThem) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 301 --size 20KiB:8KiB --quiet").code, 0);
+  uint64_t files = 0, bytes = 0;  // the ground truth, from the disk
+  for (const auto& e : std::filesystem::recursive_directory_iterator(data)) {
+    if (!e.is_regular_file() || e.path().filename().string().starts_with(".stallscope")) continue;
+    ++files;
+    bytes += e.file_size();
+  }
+  ASSERT_EQ(files, 301u);
+  const std::string json = (dir_.path() / "bd.json").string();
+  const Result r = Stallscope(
+      "bench-dir " + data + " --batch 10 --step-time 2ms --quiet --json " + json, Mpirun(2));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 clients"), std::string::npos) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(doc["files"], files);
+  EXPECT_EQ(doc["bytes"], bytes);
+  ASSERT_EQ(doc["clients"].size(), 2u);
+  EXPECT_EQ(doc["clients"][0]["files_read"], 151);  // listing indexes 0, 2, …, 300
+  EXPECT_EQ(doc["clients"][1]["files_read"], 150);
+  EXPECT_EQ(doc["clients"][0]["bytes"].get<uint64_t>() + doc["clients"][1]["bytes"].get<uint64_t>(),
+            bytes);
+  const auto& t = doc["training"];
+  EXPECT_EQ(t["gpus"], 2);
+  ASSERT_EQ(t["ranks"].size(), 2u);
+  EXPECT_EQ(t["samples_delivered"], 300);  // 150 per rank, the remainder read by none
+  EXPECT_TRUE(t.contains("max_accelerators_at_au_0_9"));
+  // A directory that is not there: one message, from rank 0, exit 2.
+  const Result bad = Stallscope("bench-dir " + data + "-nope --quiet", Mpirun(2));
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  const size_t first = bad.err.find("no such directory");
+  ASSERT_NE(first, std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find("no such directory", first + 1), std::string::npos) << bad.err;
+}
+
 int GpusVisible() {
 #ifdef STALLSCOPE_HAVE_CUDA
   return gpu::CudaDeviceCount();
