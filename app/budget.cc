@@ -70,14 +70,18 @@ RunBudget BudgetOf(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
 }
 
 void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
-                 uint64_t max_sample_bytes, uint64_t available) {
+                 uint64_t max_sample_bytes, uint64_t host_available, uint32_t ranks_on_host) {
   const RunBudget b = BudgetOf(s, plan, num_samples, max_sample_bytes);
+  ranks_on_host = std::max<uint32_t>(ranks_on_host, 1);
+  const uint64_t available = host_available / ranks_on_host;
+  const std::string share =
+      ranks_on_host == 1 ? "" : fmt::format(" (for each of the {} ranks on this host)", ranks_on_host);
   if (b.staging_bytes > available) {
     throw BadInput(fmt::format(
         "{}: loader.batch_size × (loader.prefetch + 1) staging needs {} ({} × {} samples of up "
-        "to {}{}); {} available",
+        "to {}{}); {} available{}",
         s.file, Binary(b.staging_bytes), plan.slots, plan.batch_size, Binary(plan.raw_stride),
-        plan.normalize ? " and their float rows" : "", Binary(available)));
+        plan.normalize ? " and their float rows" : "", Binary(available), share));
   }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     const TierOptions& t = s.cache_tiers[i];
@@ -86,15 +90,16 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
     if (need > available) {
       throw BadInput(fmt::format(
           "{}: cache.tiers.{}.capacity: a memory tier of {} would hold {} in this run; {} "
-          "available (cache.tiers.{}.overcommit: true allows it: its pages are taken as it "
+          "available{} (cache.tiers.{}.overcommit: true allows it: its pages are taken as it "
           "fills)",
-          s.file, i, Binary(t.capacity), Binary(need), Binary(available), i));
+          s.file, i, Binary(t.capacity), Binary(need), Binary(available), share, i));
     }
   }
   if (b.staging_bytes + b.ram_tier_bytes > available) {
-    throw BadInput(fmt::format("{}: staging ({}) and the memory tiers ({}) need {}; {} available",
-                               s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
-                               Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available)));
+    throw BadInput(fmt::format(
+        "{}: staging ({}) and the memory tiers ({}) need {}; {} available{}", s.file,
+        Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
+        Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available), share));
   }
 }
 

@@ -36,8 +36,10 @@ RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan, uint64_t num_s
                    uint64_t max_sample_bytes);
 
 // Throws BadInput when the run will not fit in `available` bytes, naming the key.
+// `ranks_on_host`: a multi-rank run's ranks on this host, which start alike and see the same
+// memory free: each may take its share of it.
 void CheckBudget(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
-                 uint64_t max_sample_bytes, uint64_t available);
+                 uint64_t max_sample_bytes, uint64_t available, uint32_t ranks_on_host = 1);
 
 }  // namespace stallscope
 

@@ -27,9 +27,10 @@ constexpr uint64_t kSamples = 1000000000, kMaxSample = 8192;
 
 constexpr uint64_t kStaging = 5ull * 100 * (8192 + 32768);  // 20,480,000 B = 19.5 MiB
 
-std::string Refusal(const Scenario& s, const RunPlan& plan, uint64_t available) {
+std::string Refusal(const Scenario& s, const RunPlan& plan, uint64_t available,
+                    uint32_t ranks_on_host = 1) {
   try {
-    CheckBudget(s, plan, kSamples, kMaxSample, available);
+    CheckBudget(s, plan, kSamples, kMaxSample, available, ranks_on_host);
   } catch (const BadInput& e) {
     return e.what();
   }
@@ -58,6 +59,17 @@ TEST(Budget, RefusesStagingBeyondWhatIsAvailable) {
       << e;
   EXPECT_NE(e.find("5 × 100 samples"), std::string::npos) << e;
   EXPECT_EQ(Refusal(s, Plan(), kStaging), "");  // exactly enough fits
+}
+
+// Four ranks on a host see the same memory free: each may take a quarter of it.
+TEST(Budget, RanksOnOneHostShareItsMemory) {
+  Scenario s;
+  s.file = "ranks.yaml";
+  EXPECT_EQ(Refusal(s, Plan(), 4 * kStaging, 4), "");  // a quarter each: exactly enough
+  const std::string e = Refusal(s, Plan(), 4 * kStaging - 4, 4);
+  EXPECT_NE(e.find("staging needs 19.5 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("(for each of the 4 ranks on this host)"), std::string::npos) << e;
+  EXPECT_EQ(Refusal(s, Plan(), 4 * kStaging - 4, 1), "");  // one rank alone would fit
 }
 
 TEST(Budget, RefusesAMemoryTierBeyondWhatIsAvailableUnlessOvercommitted) {

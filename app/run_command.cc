@@ -161,6 +161,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
       RunHooks hooks = ConsoleHooks(s, quiet, *device, stopper, progress, *outputs);
       hooks.shard = job.shard();
       hooks.step_sync = &job;
+      hooks.ranks_on_host = static_cast<uint32_t>(job.local_size());
       hooks.before_run = [&] {
         if (job.AnyRankRefused("")) throw PeerRefused{};  // a rank's set-up failed
         // Every rank is set up: the same collectives on every rank from here.

@@ -81,7 +81,8 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   RequireMeasuredSteps(plan, s.run.warmup_steps, s.file);
   // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
   if (const auto available = ReadHostMemory()) {
-    CheckBudget(s, plan, storage.num_samples(), storage.max_sample_bytes(), *available);
+    CheckBudget(s, plan, storage.num_samples(), storage.max_sample_bytes(), *available,
+                hooks.ranks_on_host);
   }
   // The sampler's future order: belady's oracle (and only consulted by it).
   const Sampler sampler(storage.num_samples(), s.seed);

@@ -38,6 +38,7 @@ struct RunHooks {
   // Multi-rank runs: this rank's share of the dataset, and the per-step barrier (borrowed).
   RankShard shard;
   StepSync* step_sync = nullptr;
+  uint32_t ranks_on_host = 1;  // they share this host's memory (the start-up budget)
   // Called once everything is set up, right before the first read (multi-rank runs agree
   // there that every rank is ready).
   std::function<void()> before_run;
