@@ -87,6 +87,55 @@ cache: {tiers: [{kind: memory, capacity: 512KiB}]}
   }
 }
 
+// The trace against a stall the test injects (the storage stops for 500 ms, 1 s after it
+// starts, in an otherwise fed run): one "stall: fetch" span of that length, less the two
+// buffered 10 ms steps, right before the step it delayed; no other stall of note.
+TEST_F(Cli, TraceDrawsAnInjectedStorageStallAsOneFetchSpanOfItsLength) {
+  const std::string s = Write("stall.yaml", R"(name: stall
+dataset: {samples: 1500, sample_size: 4KiB}
+storage: {kind: simulated, latency: {p50: 100us, p99: 200us},
+          faults: {stall_every: 1s, stall_for: 500ms}}
+loader: {batch_size: 10, prefetch: 1, workers: 1, preprocess: none}
+gpu: {step_time: 10ms}
+run: {epochs: 1, verify: false}
+)");
+  const std::string trace = (dir_.path() / "stall.trace").string();
+  const Result r = Stallscope("run " + s + " --quiet --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(trace));
+  double longest = 0, longest_ts = 0, others = 0;
+  std::string longest_name;
+  std::vector<std::pair<double, double>> steps;  // ts, end in us
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"], dur = e["dur"];
+    if (e["cat"] == "step") steps.emplace_back(ts, ts + dur);
+    if (e["cat"] != "stall") continue;
+    if (dur > longest) {
+      longest = dur;
+      longest_ts = ts;
+      longest_name = e["name"];
+    } else {
+      others += dur;
+    }
+  }
+  const double slack_us = 20e3 * testing::kTimingSlack;
+  EXPECT_EQ(longest_name, "stall: fetch");
+  EXPECT_GE(longest, 500e3 - 2 * 10e3 - slack_us);
+  EXPECT_LE(longest, 500e3 + slack_us);
+  EXPECT_LT(others, slack_us) << "stalls the test did not inject";
+  // It begins where a step ended, and the next step begins right after it (the delayed
+  // batch's copy, a fraction of a millisecond, between them).
+  std::sort(steps.begin(), steps.end());
+  bool before = false, after = false;
+  for (const auto& [start, end] : steps) {
+    before = before || std::abs(end - longest_ts) < 1;
+    after = after || (start >= longest_ts + longest && start < longest_ts + longest + 2e3);
+  }
+  EXPECT_TRUE(before) << "the stall span does not start where a step ended";
+  EXPECT_TRUE(after) << "no step starts right after the stall span";
+}
+
 TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
   const std::string s = Write("small.yaml", kSmall);
   const std::string json = (dir_.path() / "r.json").string();
