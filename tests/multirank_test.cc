@@ -225,10 +225,12 @@ TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   yaml.replace(yaml.find("epochs: 2"), 9, "epochs: 500");
   const std::string file = Write("long.yaml", yaml);
   const std::string json = (dir_.path() / "partial.json").string();
-  Mpirun(2);  // (its environment)
-  std::vector<std::string> args = {
-      "/bin/sh", "-c",
-      "exec " + Mpirun(2) + " " + STALLSCOPE_BIN + " run " + file + " --quiet --json " + json};
+  // Open MPI sends SIGKILL 1 s after its SIGTERM (odls_base_sigkill_timeout); sanitized
+  // builds, several times slower to analyse and write, get 10 s.
+  const std::string grace = testing::kSanitized ? " --mca odls_base_sigkill_timeout 10" : "";
+  std::vector<std::string> args = {"/bin/sh", "-c",
+                                   "exec " + Mpirun(2) + grace + " " + STALLSCOPE_BIN + " run " +
+                                       file + " --quiet --json " + json};
   const pid_t mpirun = Spawn(args);
   ASSERT_GT(mpirun, 0);
   std::this_thread::sleep_for(std::chrono::duration<double>(2.0 * testing::kTimingSlack));
