@@ -149,11 +149,12 @@ std::ofstream OpenJson(const std::string& path) {
 // could keep busy are the clients' summed capacities over one accelerator's demand.
 int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
   const bool root = job.rank() == 0;
-  std::pair<uint32_t, double> plan;
+  std::optional<Scenario> training;  // the training loop, when one was asked for
   std::ofstream json_out;
   std::string error;
   try {
-    plan = BatchAndStep(o);
+    const auto [batch, step] = BatchAndStep(o);
+    if (batch > 0) training = TrainingScenario(o, batch, step);
     if (root) json_out = OpenJson(o.json);
   } catch (const BadInput& e) {
     error = ErrorMessage(e);
@@ -211,8 +212,8 @@ int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
     doc["clients"] = each;
   }
   bool skipped = job.AnyRank(mine.skipped > 0);
-  if (plan.first > 0) {
-    Scenario s = TrainingScenario(o, plan.first, plan.second);
+  if (training) {
+    Scenario& s = *training;
     s.cluster.gpus_per_node = static_cast<uint32_t>(job.size());  // one accelerator per client
     VariantResult v;
     try {

@@ -236,7 +236,7 @@ DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
   const uint32_t nbuf =
       o.write_buffers > 0
           ? o.write_buffers
-          : static_cast<uint32_t>(std::clamp<uint64_t>((256ULL << 20) / buffer_bytes_, 2, 64));
+          : static_cast<uint32_t>(std::clamp<uint64_t>((256ULL << 20) / buffer_bytes_, 2, 256));
   for (uint32_t i = 0; i < nbuf; ++i) {
     auto* b = static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, buffer_bytes_));
     if (!b) throw CacheError("cannot allocate the disk tier's write buffers");

@@ -326,6 +326,12 @@ TEST_F(MultiRank, BenchDirClientsReadTheDirectoryOnceBetweenThem) {
   const size_t first = bad.err.find("no such directory");
   ASSERT_NE(first, std::string::npos) << bad.err;
   EXPECT_EQ(bad.err.find("no such directory", first + 1), std::string::npos) << bad.err;
+  const Result option = Stallscope("bench-dir " + data + " --batch 10 --step-time 2ms --preprocess "
+                                   "bogus --quiet", Mpirun(2));
+  EXPECT_EQ(option.code, 2) << option.err;
+  const size_t at = option.err.find("--preprocess bogus");
+  ASSERT_NE(at, std::string::npos) << option.err;
+  EXPECT_EQ(option.err.find("--preprocess bogus", at + 1), std::string::npos) << option.err;
 }
 
 int GpusVisible() {

@@ -123,9 +123,19 @@ void Validate(const Case& c, Simulator& sim) {
       EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
           << c.label << " / " << variant;
     }
-    if (real.cache_hit_ratio > 0) {
+    // The same policy code decides the same hits — where every admission was made: a real
+    // disk tier drops admissions while all its write buffers wait on a stalled disk (counted,
+    // write_drops), which the simulator does not model.
+    uint64_t drops = 0;
+    for (const TierResult& t : real.cache) drops += t.write_drops;
+    if (real.cache_hit_ratio > 0 && drops == 0) {
       EXPECT_NEAR(simulated.cache_hit_ratio, real.cache_hit_ratio, 0.01)
           << c.label << " / " << variant << ": the same policy code decides the same hits";
+    } else if (drops > 0) {
+      std::printf("%-28s %-16s %llu disk admissions dropped (the disk stalled): hit ratio %.3f "
+                  "real, %.3f simulated, not compared\n",
+                  c.label.c_str(), variant.c_str(), static_cast<unsigned long long>(drops),
+                  real.cache_hit_ratio, simulated.cache_hit_ratio);
     }
   }
 }
