@@ -239,7 +239,9 @@ TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   int status = 0;
   ASSERT_EQ(waitpid(mpirun, &status, 0), mpirun);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(took, 10.0);
+  // Sanitized builds: each process's leak check at exit (with the slow unwinder Open MPI's
+  // suppressions need) takes seconds of its own (seen: 18 s in all under ASan).
+  EXPECT_LT(took, testing::kSanitized ? 60.0 : 10.0);
   std::ifstream in(json);
   ASSERT_TRUE(in) << "no partial result written";
   const nlohmann::json doc = nlohmann::json::parse(in);
