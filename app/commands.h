@@ -26,9 +26,9 @@ struct OutputOptions {
   std::string linger = "0s";   // --linger: keep serving the final metrics this long
   std::string push_gateway;    // --push-gateway: empty = no push
   bool quiet = false;          // no banner, no progress line
-  // Multi-rank runs: this rank (the metrics' `rank` label; empty for one rank) and the offset
+  // Multi-rank runs: this rank (the metrics' and trace's `rank`; -1 for one rank) and the offset
   // its --metrics-listen port takes (its local rank on its host).
-  std::string rank;
+  int rank = -1;
   unsigned metrics_port_offset = 0;
   // false: collect the trace but write no file (a multi-rank run's other ranks; rank 0
   // gathers their events and writes the one trace).

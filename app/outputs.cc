@@ -70,7 +70,7 @@ StepObserver* Outputs::BeginVariant(const Scenario& s) {
   ++variants_;
   metrics_.reset();
   if (!server_ && options_.push_gateway.empty()) return nullptr;
-  metrics_ = std::make_shared<VariantMetrics>(s.name, s.variant, TierNames(s), options_.rank);
+  metrics_ = std::make_shared<VariantMetrics>(s.name, s.variant, TierNames(s), RankLabel());
   hub_.Add(metrics_);
   return metrics_.get();
 }
@@ -78,8 +78,8 @@ StepObserver* Outputs::BeginVariant(const Scenario& s) {
 void Outputs::Record(const Scenario& s, const RunRecord& record) {
   if (!trace()) return;
   // A multi-rank run: a process per rank and variant (variant × 10000 + rank).
-  const int pid = options_.rank.empty() ? variants_ : variants_ * 10000 + std::stoi(options_.rank);
-  AppendTraceEvents(trace_events_, record, s.variant, pid, TierNames(s), options_.rank);
+  const int pid = options_.rank < 0 ? variants_ : variants_ * 10000 + options_.rank;
+  AppendTraceEvents(trace_events_, record, s.variant, pid, TierNames(s), RankLabel());
 }
 
 std::string Outputs::TraceEventsText() const { return trace_events_.dump(); }

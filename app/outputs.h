@@ -54,6 +54,13 @@ class Outputs {
   void Linger() const;
 
  private:
+  // The `rank` label of metrics and trace: empty for a one-rank run.
+  std::string RankLabel() const {
+    return options_.rank < 0 ? std::string() : std::to_string(options_.rank);
+  }
+
+ public:
+ private:
   const OutputOptions options_;
   double linger_ = 0;
   std::ofstream json_out_, trace_out_;

@@ -124,7 +124,7 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     // Every rank serves its own metrics (labelled rank="K", at --metrics-listen's port + its
     // local rank) and pushes them (grouped by rank too); rank 0 alone writes the files.
     OutputOptions out = o.out;
-    out.rank = std::to_string(job.rank());
+    out.rank = job.rank();
     out.metrics_port_offset = static_cast<unsigned>(job.local_rank());
     if (!root) {
       out.json.clear();
@@ -199,7 +199,8 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
     if (stop) break;
   }
   if (outputs->trace()) {  // one trace, a process per rank and variant
-    const std::vector<std::string> traces = job.GatherAtRoot(root ? "" : outputs->TraceEventsText());
+    const std::vector<std::string> traces =
+        job.GatherAtRoot(root ? "" : outputs->TraceEventsText());
     for (size_t k = 1; k < traces.size(); ++k) outputs->AddTraceEvents(traces[k]);
   }
   if (!root) {
