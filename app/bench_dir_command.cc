@@ -172,8 +172,9 @@ int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
     return kExitBadInput;
   }
   const std::vector<std::string> texts = job.GatherAtRoot(BenchDirToJson(mine).dump());
-  const std::vector<std::string> lat = job.GatherAtRoot(std::string(
-      reinterpret_cast<const char*>(mine.latencies.data()), mine.latencies.size() * sizeof(double)));
+  const std::vector<std::string> lat =
+      job.GatherAtRoot(std::string(reinterpret_cast<const char*>(mine.latencies.data()),
+                                   mine.latencies.size() * sizeof(double)));
   nlohmann::json doc;
   if (root) {
     std::vector<BenchDirResult> clients(texts.size(), mine);
@@ -197,16 +198,16 @@ int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
                       {"skipped", c.skipped}});
     }
     const BenchDirResult all = CombineClients(clients);
-    std::cout << fmt::format("{} clients (client k reads files k, k + {}, … of the listing), "
-                             "together:\n",
-                             texts.size(), texts.size())
+    std::cout << fmt::format(
+                     "{} clients (client k reads files k, k + {}, … of the listing), "
+                     "together:\n",
+                     texts.size(), texts.size())
               << FormatBenchDir(all);
     for (const nlohmann::json& c : each) {
-      std::cout << fmt::format("  client {}: {} files, {:.1f} MB/s, p50 {}, p99 {}\n",
-                               c["client"].get<int>(), c["files_read"].get<uint64_t>(),
-                               c["bytes_per_second"].get<double>() / 1e6,
-                               FormatDuration(c["latency_seconds"]["p50"]),
-                               FormatDuration(c["latency_seconds"]["p99"]));
+      std::cout << fmt::format(
+          "  client {}: {} files, {:.1f} MB/s, p50 {}, p99 {}\n", c["client"].get<int>(),
+          c["files_read"].get<uint64_t>(), c["bytes_per_second"].get<double>() / 1e6,
+          FormatDuration(c["latency_seconds"]["p50"]), FormatDuration(c["latency_seconds"]["p99"]));
     }
     doc = BenchDirToJson(all);
     doc["clients"] = each;
@@ -228,10 +229,9 @@ int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
                    e.what());
       job.Abort(kExitRunFailed);
     }
-    const std::vector<std::string> parts = job.GatherAtRoot(
-        nlohmann::json{{"rank", RankToJson(RankResultOf(v, job.rank(), job.rank()))},
-                       {"shared", SharedCapacity(v)}}
-            .dump());
+    const std::vector<std::string> parts = job.GatherAtRoot(nlohmann::json{
+        {"rank", RankToJson(RankResultOf(v, job.rank(), job.rank()))},
+        {"shared", SharedCapacity(v)}}.dump());
     if (root) {
       std::vector<RankResult> ranks;
       double shared = 0;

@@ -75,7 +75,8 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
   ranks_on_host = std::max<uint32_t>(ranks_on_host, 1);
   const uint64_t available = host_available / ranks_on_host;
   const std::string share =
-      ranks_on_host == 1 ? "" : fmt::format(" (for each of the {} ranks on this host)", ranks_on_host);
+      ranks_on_host == 1 ? ""
+                         : fmt::format(" (for each of the {} ranks on this host)", ranks_on_host);
   if (b.staging_bytes > available) {
     throw BadInput(fmt::format(
         "{}: loader.batch_size × (loader.prefetch + 1) staging needs {} ({} × {} samples of up "
@@ -96,10 +97,10 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
     }
   }
   if (b.staging_bytes + b.ram_tier_bytes > available) {
-    throw BadInput(fmt::format(
-        "{}: staging ({}) and the memory tiers ({}) need {}; {} available{}", s.file,
-        Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
-        Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available), share));
+    throw BadInput(fmt::format("{}: staging ({}) and the memory tiers ({}) need {}; {} available{}",
+                               s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
+                               Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available),
+                               share));
   }
 }
 

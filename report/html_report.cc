@@ -211,8 +211,7 @@ std::string StallBars(const std::string& title, const std::vector<StallRow>& row
     const std::string after = rows[i].after.empty()
                                   ? fmt::format("{:.2f} s", (x - labelw) / pw * max_total)
                                   : rows[i].after;
-    html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", x + 4, y + 14,
-                        HtmlEscape(after));
+    html += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", x + 4, y + 14, HtmlEscape(after));
   }
   html += "</svg>";
   std::vector<std::pair<std::string, std::string>> stage_legend;

@@ -61,11 +61,11 @@ void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::
                       {"dur", std::max(0.0, (end - start) * 1e6)},
                       {"args", std::move(args)}});
   };
-  events.push_back({{"ph", "M"},
-                    {"pid", pid},
-                    {"name", "process_name"},
-                    {"args",
-                     {{"name", "stallscope " + variant + (rank.empty() ? "" : " rank " + rank)}}}});
+  events.push_back(
+      {{"ph", "M"},
+       {"pid", pid},
+       {"name", "process_name"},
+       {"args", {{"name", "stallscope " + variant + (rank.empty() ? "" : " rank " + rank)}}}});
 
   const auto& b = run.batches;
   threads[kComputeTid] = "compute stream";

@@ -261,9 +261,9 @@ TEST_F(MultiRank, EveryRankServesItsMetricsLabelledByRank) {
   const unsigned port = 20000 + static_cast<unsigned>(getpid()) % 20000;
   Result r;
   std::thread job([&] {
-    r = Stallscope("run " + file + " --quiet --linger 4s --metrics-listen 127.0.0.1:" +
-                       std::to_string(port),
-                   Mpirun(2));
+    r = Stallscope(
+        "run " + file + " --quiet --linger 4s --metrics-listen 127.0.0.1:" + std::to_string(port),
+        Mpirun(2));
   });
   // The last scrape of each rank during the linger: the whole run's counters.
   std::string seen[2];
@@ -285,7 +285,8 @@ TEST_F(MultiRank, EveryRankServesItsMetricsLabelledByRank) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (int k = 0; k < 2; ++k) {
     EXPECT_NE(seen[k].find("rank=\"" + std::to_string(k) + "\""), std::string::npos)
-        << "rank " << k << " at port " << port + k << ":\n" << seen[k];
+        << "rank " << k << " at port " << port + k << ":\n"
+        << seen[k];
     EXPECT_EQ(seen[k].find("rank=\"" + std::to_string(1 - k) + "\""), std::string::npos)
         << "rank " << k << " serves its own series only";
   }
@@ -328,8 +329,10 @@ TEST_F(MultiRank, BenchDirClientsReadTheDirectoryOnceBetweenThem) {
   const size_t first = bad.err.find("no such directory");
   ASSERT_NE(first, std::string::npos) << bad.err;
   EXPECT_EQ(bad.err.find("no such directory", first + 1), std::string::npos) << bad.err;
-  const Result option = Stallscope("bench-dir " + data + " --batch 10 --step-time 2ms --preprocess "
-                                   "bogus --quiet", Mpirun(2));
+  const Result option = Stallscope("bench-dir " + data +
+                                       " --batch 10 --step-time 2ms --preprocess "
+                                       "bogus --quiet",
+                                   Mpirun(2));
   EXPECT_EQ(option.code, 2) << option.err;
   const size_t at = option.err.find("--preprocess bogus");
   ASSERT_NE(at, std::string::npos) << option.err;

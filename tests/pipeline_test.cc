@@ -3,12 +3,12 @@
 // of what the GPU consumes; the idle fraction then follows from arithmetic.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <thread>
-#include <chrono>
 
 #include "pipeline/preprocess.h"
 #include "storage/content.h"
@@ -409,9 +409,10 @@ run: {epochs: 1, verify: false}
   auto storage = MakeStorage(s, /*quiet=*/true);
   SlowCopyDevice device(s.gpu.step_time, {30, 60, 90}, 0.150);
   const VariantResult v = RunVariant(s, *storage, device, RunHooks{.quiet = true});
-  std::printf("injected: fetch 0.600 s, transfer 3 x 0.150 s; charged: fetch %.3f, transfer %.3f, "
-              "preprocess %.3f, other %.3f s\n",
-              v.stall.fetch, v.stall.transfer, v.stall.preprocess, v.stall.other);
+  std::printf(
+      "injected: fetch 0.600 s, transfer 3 x 0.150 s; charged: fetch %.3f, transfer %.3f, "
+      "preprocess %.3f, other %.3f s\n",
+      v.stall.fetch, v.stall.transfer, v.stall.preprocess, v.stall.other);
   const double slack = 0.02 * testing::kTimingSlack;  // thread wake-ups on a shared VM
   EXPECT_GE(v.stall.fetch, 0.600 - 2 * 0.010 - slack) << v.bottleneck_text;
   EXPECT_LE(v.stall.fetch, 0.600 + slack);

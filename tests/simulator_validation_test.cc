@@ -132,10 +132,11 @@ void Validate(const Case& c, Simulator& sim) {
       EXPECT_NEAR(simulated.cache_hit_ratio, real.cache_hit_ratio, 0.01)
           << c.label << " / " << variant << ": the same policy code decides the same hits";
     } else if (drops > 0) {
-      std::printf("%-28s %-16s %llu disk admissions dropped (the disk stalled): hit ratio %.3f "
-                  "real, %.3f simulated, not compared\n",
-                  c.label.c_str(), variant.c_str(), static_cast<unsigned long long>(drops),
-                  real.cache_hit_ratio, simulated.cache_hit_ratio);
+      std::printf(
+          "%-28s %-16s %llu disk admissions dropped (the disk stalled): hit ratio %.3f "
+          "real, %.3f simulated, not compared\n",
+          c.label.c_str(), variant.c_str(), static_cast<unsigned long long>(drops),
+          real.cache_hit_ratio, simulated.cache_hit_ratio);
     }
   }
 }
