@@ -69,8 +69,16 @@ RunBudget BudgetOf(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
   return b;
 }
 
+uint64_t CheckpointHostBytes(const CheckpointOptions& c, uint64_t rank_bytes, bool state_on_host) {
+  if (!c.enabled() && !c.restore) return 0;
+  const uint64_t one = RoundUp(std::max<uint64_t>(rank_bytes, 1), kBlockBytes);
+  const bool snapshot = c.mode == CheckpointMode::kAsync || !state_on_host || c.restore;
+  return (state_on_host ? one : 0) + (snapshot ? one : 0);
+}
+
 void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
-                 uint64_t max_sample_bytes, uint64_t host_available, uint32_t ranks_on_host) {
+                 uint64_t max_sample_bytes, uint64_t host_available, uint32_t ranks_on_host,
+                 uint64_t checkpoint_bytes) {
   const RunBudget b = BudgetOf(s, plan, num_samples, max_sample_bytes);
   ranks_on_host = std::max<uint32_t>(ranks_on_host, 1);
   const uint64_t available = host_available / ranks_on_host;
@@ -101,6 +109,15 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
                                s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
                                Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available),
                                share));
+  }
+  if (checkpoint_bytes > 0 && b.staging_bytes + b.ram_tier_bytes + checkpoint_bytes > available) {
+    throw BadInput(fmt::format(
+        "{}: checkpoint.{}: each checkpoint's {} of state and snapshot need {} of host memory "
+        "beside staging and the memory tiers ({}); {} available{}",
+        s.file, s.checkpoint.model.empty() ? "size" : "model",
+        s.checkpoint.model.empty() ? Binary(s.checkpoint.bytes) : s.checkpoint.model,
+        Binary(checkpoint_bytes), Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available),
+        share));
   }
 }
 

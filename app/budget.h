@@ -38,8 +38,16 @@ RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan, uint64_t num_s
 // Throws BadInput when the run will not fit in `available` bytes, naming the key.
 // `ranks_on_host`: a multi-rank run's ranks on this host, which start alike and see the same
 // memory free: each may take its share of it.
+// `checkpoint_bytes`: host memory the checkpoints hold (CheckpointHostBytes).
 void CheckBudget(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
-                 uint64_t max_sample_bytes, uint64_t available, uint32_t ranks_on_host = 1);
+                 uint64_t max_sample_bytes, uint64_t available, uint32_t ranks_on_host = 1,
+                 uint64_t checkpoint_bytes = 0);
+
+// Host memory one rank's checkpoints hold: the emulated device's state (its "weights", in
+// host memory) and the snapshot buffer (async mode, a GPU's state, or a restore), each
+// `rank_bytes` rounded up to 4 KiB.
+uint64_t CheckpointHostBytes(const CheckpointOptions& checkpoint, uint64_t rank_bytes,
+                             bool state_on_host);
 
 }  // namespace stallscope
 

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include "app/budget.h"
+#include "base/units.h"
 #include "cache/epoch_oracle.h"
 #include "pipeline/sampler.h"
+#include "storage/checkpoint_store.h"
 #include "storage/directory_storage.h"
 #include "storage/synthetic.h"
 
@@ -66,6 +68,58 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorag
   return std::make_unique<DirectoryStorage>(DirectoryOptionsOf(s, quiet));
 }
 
+namespace {
+
+// The scenario's checkpoint target, checked before anything runs: a directory that can be
+// made and has room for the checkpoints the run keeps, and a checkpoint to restore.
+std::unique_ptr<CheckpointStore> MakeCheckpointStore(const Scenario& s, Storage& storage,
+                                                     uint32_t rank, uint64_t rank_bytes,
+                                                     uint32_t ranks_on_host) {
+  const CheckpointOptions& c = s.checkpoint;
+  std::unique_ptr<CheckpointStore> store;
+  if (c.path.empty()) {
+    auto* simulated = dynamic_cast<SimulatedStorage*>(&storage);
+    if (!simulated) {
+      throw BadInput(fmt::format("{}: checkpoint.path: needed unless storage.kind is simulated",
+                                 s.file));
+    }
+    return std::make_unique<SimulatedCheckpointStore>(*simulated, c.block, c.io_depth);
+  }
+  std::unique_ptr<DirectoryCheckpointStore> dir;
+  try {
+    dir = std::make_unique<DirectoryCheckpointStore>(DirectoryCheckpointOptions{
+        c.path, rank, c.fsync, c.direct, c.keep, c.block, c.io_depth});
+  } catch (const StorageError& e) {
+    throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+  }
+  if (c.restore && !dir->Latest()) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): checkpoint.restore: no checkpoint of rank {} in {} (files "
+        "ckpt-STEP-r{:05}.stck); run once without restore to write one",
+        s.file, s.variant, rank, c.path, rank));
+  }
+  if (c.enabled()) {
+    // At most keep + 1 at once (the newest is written before the oldest goes); those this
+    // rank has there already count as room.
+    const uint64_t one = dir->Footprint(rank_bytes);
+    const uint64_t held = std::min<uint64_t>(dir->Steps().size(), c.keep);
+    const uint64_t need = one * (c.keep + 1 - held) * ranks_on_host;
+    if (const auto free = dir->FreeBytes(); free && need > *free) {
+      throw BadInput(fmt::format(
+          "{} (variant {}): checkpoint.{}: {} checkpoint(s) of {} each (checkpoint.keep {} + the "
+          "one being written{}) need {} more in {}; {} free",
+          s.file, s.variant, c.model.empty() ? "size" : "model", c.keep + 1 - held,
+          FormatBinaryBytes(static_cast<double>(one)), c.keep,
+          ranks_on_host > 1 ? fmt::format(", for {} ranks", ranks_on_host) : "",
+          FormatBinaryBytes(static_cast<double>(need)), c.path,
+          FormatBinaryBytes(static_cast<double>(*free))));
+    }
+  }
+  return dir;
+}
+
+}  // namespace
+
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
   CheckRunnable(s, hooks.shard.ranks);
@@ -79,10 +133,22 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   po.step_sync = hooks.step_sync;
   const RunPlan plan = Pipeline::PlanFor(po, storage);
   RequireMeasuredSteps(plan, s.run.warmup_steps, s.file);
+  const bool checkpoints = s.checkpoint.enabled() || s.checkpoint.restore;
+  po.checkpoint_bytes = s.checkpoint.rank_bytes(hooks.shard.ranks);
   // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
   if (const auto available = ReadHostMemory()) {
     CheckBudget(s, plan, storage.num_samples(), storage.max_sample_bytes(), *available,
-                hooks.ranks_on_host);
+                hooks.ranks_on_host,
+                checkpoints ? CheckpointHostBytes(s.checkpoint, po.checkpoint_bytes,
+                                                  device.name() == "emulated")
+                            : 0);
+  }
+  std::unique_ptr<CheckpointStore> checkpoint_store;
+  if (checkpoints) {
+    checkpoint_store = MakeCheckpointStore(s, storage, hooks.shard.rank, po.checkpoint_bytes,
+                                           hooks.ranks_on_host);
+    po.checkpoint = s.checkpoint;
+    po.checkpoint_store = checkpoint_store.get();
   }
   // The sampler's future order: belady's oracle (and only consulted by it).
   const Sampler sampler(storage.num_samples(), s.seed);
@@ -129,6 +195,10 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   in.nominal_step_seconds = device.nominal_step_seconds();
   in.have_cache = !cache.empty();
   VariantResult v = Analyze(s.variant, record, in);
+  if (v.checkpoints) {
+    v.checkpoints->mode = NameOf(s.checkpoint.mode);
+    v.checkpoints->target = checkpoint_store->Describe();
+  }
   v.partial = record.partial;
   v.gpu_hour_cost = s.gpu_hour_cost;
   return v;

@@ -76,7 +76,79 @@ void ReadStorage(Section s, StorageOptions& st) {
     x.spike = f.Duration("spike", x.spike);
     f.Finish();
   }
+  YAML::Node write = s.Get("write");
+  if (write.IsDefined()) {
+    Section w(s.ctx(), write, s.Path("write"));
+    auto& x = m.write;
+    x.shared = w.Bool("shared", x.shared);
+    x.bandwidth = w.Rate("bandwidth", x.bandwidth);
+    if (x.shared && x.bandwidth > 0) {
+      s.ctx().Fail(write["bandwidth"], w.Path("bandwidth"),
+                   "shared writes take storage.bandwidth with the reads; set storage.write.shared: "
+                   "false for a write bandwidth of their own");
+    }
+    YAML::Node wl = w.Get("latency");
+    if (wl.IsDefined()) {
+      Section l(s.ctx(), wl, w.Path("latency"));
+      x.latency_p50 = l.Duration("p50", 0, true);
+      x.latency_p99 = l.Duration("p99", x.latency_p50);
+      l.Finish();
+      if (x.latency_p99 < x.latency_p50) {
+        s.ctx().Fail(wl, w.Path("latency.p99"), "must not be below latency.p50");
+      }
+    }
+    w.Finish();
+  }
   s.Finish();
+}
+
+// checkpoint: present (a mapping) = checkpoints during the run.
+void ReadCheckpoint(Section s, CheckpointOptions& c) {
+  c.every = s.Integer<uint64_t>("every", c.every, 1);
+  c.interval = s.Duration("interval", c.interval, true);
+  const YAML::Node node = s.Get("every");
+  if (c.every > 0 && c.interval > 0) {
+    s.ctx().Fail(node, s.Path("every"), "give every (steps) or interval (a duration), not both");
+  }
+  const YAML::Node model = s.Get("model");
+  c.bytes = s.Size("size", c.bytes, true);
+  c.model = s.String("model", c.model);
+  if (!c.model.empty()) {
+    std::vector<std::string> names;
+    const CheckpointPreset* preset = nullptr;
+    for (const CheckpointPreset& p : kCheckpointPresets) {
+      names.push_back(p.name);
+      if (c.model == p.name) preset = &p;
+    }
+    if (!preset) {
+      s.ctx().Fail(model, s.Path("model"),
+                   fmt::format("unknown model '{}' (MLPerf Storage presets: {})", c.model,
+                               Join(names, ", ")));
+    }
+    if (c.bytes > 0) s.ctx().Fail(model, s.Path("model"), "give size or model, not both");
+    c.bytes = preset->bytes;
+  }
+  c.mode = s.Enum("mode", c.mode, kCheckpointModeNames);
+  c.path = s.String("path", c.path);
+  c.fsync = s.Bool("fsync", c.fsync);
+  c.direct = s.Bool("direct", c.direct);
+  c.keep = s.Integer<uint32_t>("keep", c.keep, 1, 1000);
+  c.restore = s.Bool("restore", c.restore);
+  c.block = s.Size("block", c.block, true);
+  if (c.block % 4096 != 0 || c.block > (1ULL << 30)) {
+    s.ctx().Fail(s.Get("block"), s.Path("block"), "must be a multiple of 4 KiB up to 1 GiB");
+  }
+  c.io_depth = s.Integer<uint32_t>("io_depth", c.io_depth, 1, 1024);
+  s.Finish();
+  if (!c.enabled() && !c.restore) {
+    s.ctx().Fail(s.node(), s.Path("every"),
+                 "a checkpoint section needs every (steps between checkpoints) or interval (a "
+                 "duration), or restore: true");
+  }
+  if (c.bytes == 0) {
+    s.ctx().Fail(s.node(), s.Path("size"),
+                 "a checkpoint needs its size (e.g. 16GiB) or model (e.g. llama3-8b)");
+  }
 }
 
 void ReadCache(Section s, std::vector<TierOptions>& tiers, CacheScope& scope) {
@@ -203,6 +275,16 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   ReadGpu(Section(ctx, top.Get("gpu"), "gpu"), sc.gpu);
   ReadRun(Section(ctx, top.Get("run"), "run"), sc.run);
   ReadCluster(Section(ctx, top.Get("cluster"), "cluster"), sc.cluster);
+  const YAML::Node checkpoint = top.Get("checkpoint");
+  if (checkpoint.IsDefined() && !checkpoint.IsNull()) {
+    ReadCheckpoint(Section(ctx, checkpoint, "checkpoint"), sc.checkpoint);
+    if (sc.checkpoint.path.empty() && sc.storage.kind != StorageKind::kSimulated) {
+      ctx.Fail(checkpoint, "checkpoint.path",
+               fmt::format("needed with storage.kind {} (without a path, checkpoints go to the "
+                           "simulated storage)",
+                           NameOf(sc.storage.kind)));
+    }
+  }
   YAML::Node cost = top.Get("cost");
   if (cost.IsDefined() && !cost.IsNull()) {
     Section c(ctx, cost, "cost");

@@ -79,6 +79,7 @@ struct Scenario {
   DeviceOptions gpu;     // gpu/device_options.h
   RunOptions run;        // pipeline/options.h
   ClusterOptions cluster;
+  CheckpointOptions checkpoint;         // pipeline/options.h; not enabled() = no checkpoints
   std::optional<double> gpu_hour_cost;  // cost.gpu_hour, USD
 
   // The options one Pipeline of this scenario runs with.

@@ -80,6 +80,7 @@ class Section {
   }
   std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   const Context& ctx() const { return ctx_; }
+  const YAML::Node& node() const { return node_; }
 
   template <typename T>
   T Integer(const std::string& key, T def, T min, T max = std::numeric_limits<T>::max()) {

@@ -4,7 +4,10 @@
 
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace stallscope {
 namespace {
@@ -36,6 +39,31 @@ double EmulatedDevice::CopyIn(int buffer, const DeviceBatch& batch) {
     std::memcpy(labels_[buffer].data(), batch.labels, batch.samples * sizeof(uint32_t));
   }
   return MonotonicSeconds() - t0;
+}
+
+void EmulatedDevice::PrepareState(uint64_t bytes) {
+  state_bytes_ = bytes;
+  const uint64_t room = (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096;
+  state_.reset(static_cast<std::byte*>(std::aligned_alloc(4096, room)));
+  if (!state_) throw std::bad_alloc();
+  // A pattern that differs from word to word (xorshift), so a checkpoint's checksum sees
+  // misplaced blocks; the padding is zero.
+  auto* words = reinterpret_cast<uint64_t*>(state_.get());
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (uint64_t i = 0; i < room / 8; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    words[i] = i * 8 < bytes ? x : 0;
+  }
+}
+
+void EmulatedDevice::Snapshot(std::byte* dst, uint64_t bytes) {
+  std::memcpy(dst, state_.get(), std::min(bytes, state_bytes_));
+}
+
+void EmulatedDevice::LoadState(const std::byte* src, uint64_t bytes) {
+  std::memcpy(state_.get(), src, std::min(bytes, state_bytes_));
 }
 
 StepTiming EmulatedDevice::Step(int buffer, const DeviceBatch& batch, double earliest_start) {

@@ -27,8 +27,17 @@ class EmulatedDevice final : public Device {
   double CopyIn(int buffer, const DeviceBatch& batch) override;
   StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) override;
   double nominal_step_seconds() const override { return step_seconds_; }
+  // The state is host memory of its own, filled with a pattern; a snapshot is a memcpy.
+  void PrepareState(uint64_t bytes) override;
+  void Snapshot(std::byte* dst, uint64_t bytes) override;
+  void LoadState(const std::byte* src, uint64_t bytes) override;
+  const std::byte* host_state() const override { return state_.get(); }
 
  private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte[], Free> state_;  // 4096-aligned (written with O_DIRECT)
   const double step_seconds_;
   uint64_t capacity_ = 0;
   std::unique_ptr<std::byte[]> inputs_[2];

@@ -170,11 +170,16 @@ void Verdict(VariantResult& v, const AnalysisInputs& in) {
 StageSeconds SplitStall(double a, const BatchRecord& r) {
   StageSeconds s;
   const double z = std::max(a, r.step_start);
+  // The gap starts with the checkpoint after the previous step: the device waited for it,
+  // whatever the batch was doing meanwhile.
+  const double gap = z - a;
+  s.checkpoint = Overlap(a, z, a, r.checkpoint_done);
+  a = std::max(a, std::min(z, r.checkpoint_done));
   s.fetch = Overlap(a, z, -1e300, r.fetch_done);
   s.preprocess = Overlap(a, z, r.fetch_done, r.preprocess_done);
   s.transfer = Overlap(a, z, r.preprocess_done, r.copy_done);
   s.sync = Overlap(a, z, r.copy_done, r.sync_done);
-  s.other = std::max(0.0, (z - a) - s.charged());
+  s.other = std::max(0.0, gap - s.charged());
   return s;
 }
 
@@ -377,6 +382,7 @@ VariantResult Analyze(const std::string& name, const RunRecord& run, const Analy
   AnalyzeEpochs(v, run, w);
   AnalyzeTimeline(v, run, w);
   Verdict(v, in);
+  AnalyzeCheckpoints(v, run, w);
   return v;
 }
 

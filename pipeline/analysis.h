@@ -82,6 +82,23 @@ struct RankResult {
   double allreduce_seconds = 0;  // CUDA data-parallel: its gradient all-reduces on the GPU
 };
 
+// checkpoint.*: what the run's checkpoints cost (pipeline/checkpointer.h).
+struct CheckpointResult {
+  std::string mode;    // sync | async
+  std::string target;  // the store's description
+  uint64_t count = 0;  // checkpoints taken (this rank)
+  uint64_t bytes = 0;  // written (this rank)
+  uint64_t failed = 0;               // writes given up (loader.on_error skip)
+  uint64_t waited_for_previous = 0;  // async: the previous write was still going
+  double seconds = 0;                // the writes' own time, summed
+  double bytes_per_second = 0;       // bytes / seconds
+  double device_wait_seconds = 0;    // the device waited (sync: the writes; async: snapshots)
+  // Fetch stalls in the measured window that fell while a checkpoint write was going.
+  double fetch_stall_during_writes = 0;
+  std::string error;  // the first failure's message
+  RestoreRecord restore;
+};
+
 struct VariantResult {
   std::string name;
   double gpu_idle_fraction = 0;
@@ -119,7 +136,13 @@ struct VariantResult {
   uint32_t gpus = 1;                     // accelerators (cluster.nodes × gpus_per_node)
   std::optional<double> gpu_hour_cost;   // cost.gpu_hour, USD
   std::vector<RankResult> ranks;         // multi-rank runs: every rank, in rank order
+  std::optional<CheckpointResult> checkpoints;  // with checkpoint.*
 };
+
+// The checkpoints' part of `v` from the record (pipeline/analysis_checkpoint.cc), and the
+// verdict when the device waited for checkpoints more than for any stage of the loader, or
+// when checkpoint writes slowed the loader's reads.
+void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t warmup);
 
 // This rank's part of a multi-rank run.
 RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node);

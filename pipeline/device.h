@@ -84,9 +84,23 @@ class Device {
   virtual void PinHost(void* p, uint64_t bytes) {}
   virtual void UnpinHost(void* p) {}
 
+  // Checkpoints (checkpoint.*): the device holds `bytes` of model state, allocated and
+  // filled once by PrepareState() before the first step. Snapshot() copies it into host
+  // memory `dst` (the emulated device: a memcpy; CUDA: a device-to-host copy) and returns when
+  // the copy is complete; LoadState() puts a restored checkpoint back.
+  virtual void PrepareState(uint64_t bytes) { state_bytes_ = bytes; }
+  virtual void Snapshot(std::byte* dst, uint64_t bytes) {}
+  virtual void LoadState(const std::byte* src, uint64_t bytes) {}
+  // The state when it lives in host memory already (the emulated device), so a synchronous
+  // checkpoint is written from it without a snapshot; nullptr otherwise.
+  virtual const std::byte* host_state() const { return nullptr; }
+
   // After the last step: a device that measures the GPU itself may replace each step's busy
   // seconds (CUPTI's union of kernel intervals) and reports what else it measured.
   virtual DeviceReport Finish(std::vector<StepTiming>& steps) { return {}; }
+
+ protected:
+  uint64_t state_bytes_ = 0;
 };
 
 }  // namespace stallscope

@@ -9,7 +9,9 @@
 #ifndef STALLSCOPE_PIPELINE_OPTIONS_H_
 #define STALLSCOPE_PIPELINE_OPTIONS_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "base/names.h"
 #include "base/seed.h"
@@ -72,7 +74,70 @@ struct RunOptions {
   bool operator==(const RunOptions&) const = default;
 };
 
+// checkpoint.*: checkpoints during a run (pipeline/checkpointer.h takes them).
+enum class CheckpointMode { kSync, kAsync };
+constexpr NameTable<CheckpointMode, 2> kCheckpointModeNames = {
+    {{CheckpointMode::kSync, "sync"}, {CheckpointMode::kAsync, "async"}}};
+inline const char* NameOf(CheckpointMode m) { return NameOf(kCheckpointModeNames, m); }
+
+// MLPerf Storage v2.0's checkpoint workloads: the whole checkpoint and the ranks that write it.
+struct CheckpointPreset {
+  const char* name;
+  uint64_t bytes;
+  uint32_t ranks;
+};
+constexpr CheckpointPreset kCheckpointPresets[] = {
+    {"llama3-8b", 105'000'000'000ULL, 8},
+    {"llama3-70b", 912'000'000'000ULL, 64},
+    {"llama3-405b", 5'290'000'000'000ULL, 512},
+    {"llama3-1t", 18'000'000'000'000ULL, 1024},
+};
+
+struct CheckpointOptions {
+  uint64_t every = 0;     // steps between checkpoints; 0: by `interval`
+  double interval = 0;    // seconds between checkpoints (when every is 0); both 0: none
+  uint64_t bytes = 0;     // the job's checkpoint, all ranks together (size, or model's)
+  std::string model;      // the MLPerf preset `bytes` came from; empty: size
+  CheckpointMode mode = CheckpointMode::kSync;
+  std::string path;       // a directory; empty: the scenario's simulated storage
+  bool fsync = true;      // fdatasync each file (and the directory after the rename)
+  bool direct = false;    // O_DIRECT
+  uint32_t keep = 2;      // checkpoints kept per rank
+  bool restore = false;   // read the newest checkpoint back before the first step
+  uint64_t block = 1 << 20;  // bytes per write (and restore read)
+  uint32_t io_depth = 8;     // writes in flight
+
+  bool enabled() const { return every > 0 || interval > 0; }
+  // One rank's share of a job of `ranks`: bytes / ranks, rounded up to 4096.
+  uint64_t rank_bytes(uint32_t ranks) const {
+    return (bytes / std::max<uint32_t>(ranks, 1) + 4095) / 4096 * 4096;
+  }
+  bool operator==(const CheckpointOptions&) const = default;
+};
+
+// When checkpoints fall: after every `every`-th step, or after the first step to end
+// `interval` or more after the previous checkpoint (the first: after the first step's start).
+// The pipeline and the simulator both ask it.
+class CheckpointSchedule {
+ public:
+  explicit CheckpointSchedule(const CheckpointOptions& o) : every_(o.every), interval_(o.interval) {}
+  void Start(double first_step_start) { last_ = first_step_start; }
+  // After step `step` (0-based) ended at `end`.
+  bool Due(uint64_t step, double end) {
+    if (every_ > 0) return (step + 1) % every_ == 0;
+    if (interval_ <= 0 || end - last_ < interval_) return false;
+    last_ = end;
+    return true;
+  }
+
+ private:
+  uint64_t every_;
+  double interval_;
+  double last_ = 0;
+};
+
 class StepObserver;
+class CheckpointStore;
 
 // Synchronous steps across the ranks of a multi-rank run: the device thread calls Arrive()
 // once per step, after the step's batch is on its device (or when this rank is stopping),
@@ -109,6 +174,9 @@ struct PipelineOptions {
   StepObserver* observer = nullptr;  // borrowed; called after every step
   RankShard shard;                   // one rank of one by default
   StepSync* step_sync = nullptr;     // borrowed; multi-rank runs only
+  CheckpointOptions checkpoint;      // with a store: checkpoints during the run
+  CheckpointStore* checkpoint_store = nullptr;  // borrowed
+  uint64_t checkpoint_bytes = 0;                // this rank's share
 };
 
 }  // namespace stallscope

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "base/align.h"
+#include "pipeline/checkpointer.h"
 #include "pipeline/nvtx.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/preprocess.h"
@@ -45,6 +46,11 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     slots_.push_back(std::move(slot));
   }
   device_.Prepare(plan_.staged_stride * batch, batch);
+  if (options.checkpoint_store) {
+    checkpointer_ = std::make_unique<Checkpointer>(
+        options.checkpoint, options.checkpoint_bytes, *options.checkpoint_store, device_,
+        options.loader, [this](const std::string& message) { Fail(message); });
+  }
   // What the copy stage reads is offered to the device for pinning (DMA without a bounce).
   for (auto& slot : slots_) {
     device_.PinHost(CopySource(*slot),
@@ -106,6 +112,16 @@ RunRecord Pipeline::Run() {
   rec.start = MonotonicSeconds();
 
   nvtx::Initialize();
+  if (checkpointer_ && options_.checkpoint.restore) {
+    try {
+      rec.restore = checkpointer_->Restore();
+    } catch (const CheckpointError& e) {
+      rec.failed = true;
+      rec.error = e.what();
+      rec.end = MonotonicSeconds();
+      return rec;
+    }
+  }
   std::thread fetcher([this] { FetcherLoop(); });
   std::vector<std::thread> workers;
   if (plan_.preprocess_stage) {
@@ -180,6 +196,7 @@ void Pipeline::DeviceLoop() {
       }
       BatchRecord& r = records_[b];
       double earliest = b == 0 ? r.copy_done : std::max(previous_end, r.copy_done);
+      earliest = std::max(earliest, r.checkpoint_done);
       if (options_.step_sync) {
         // Ready here (batch on the device); the step starts when the slowest rank is ready.
         const bool any_stopping = options_.step_sync->Arrive(b, stopping);
@@ -204,6 +221,11 @@ void Pipeline::DeviceLoop() {
                                   r.queues);
       }
       previous_end = t.end;
+      if (checkpointer_) {
+        if (b == 0) checkpointer_->Start(t.start);
+        const double resumed = checkpointer_->AfterStep(b, t.end);
+        if (resumed > 0 && b + 1 < plan_.total_batches) records_[b + 1].checkpoint_done = resumed;
+      }
       if (b == 0) live_.first_step_start = t.start;
       live_.last_step_end = t.end;
       live_.busy_seconds = live_.busy_seconds.load(std::memory_order_relaxed) + t.busy;
@@ -236,6 +258,10 @@ void Pipeline::FinishRecord(RunRecord& rec) {
     } catch (const std::exception& e) {
       Fail(std::string("device: ") + e.what());
     }
+  }
+  if (checkpointer_) {
+    rec.checkpoints = checkpointer_->Finish();
+    rec.checkpoint_error = checkpointer_->first_error();
   }
   rec.end = MonotonicSeconds();
   rec.batches = std::move(records_);

@@ -43,6 +43,7 @@
 namespace stallscope {
 
 struct BatchRecord;
+class Checkpointer;
 
 // Batches waiting at each stage, sampled after every step.
 struct QueueDepths {
@@ -64,22 +65,25 @@ class StepObserver {
 };
 
 // The stall stages, in the order StageSeconds::parts() gives them (JSON, metrics, trace).
-constexpr int kStallStages = 5;
-constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "transfer", "sync",
-                                                        "other"};
+constexpr int kStallStages = 6;
+constexpr const char* kStallStageNames[kStallStages] = {"fetch", "preprocess", "transfer",
+                                                        "sync",  "checkpoint", "other"};
 
 struct StageSeconds {
-  double fetch = 0, preprocess = 0, transfer = 0, sync = 0, other = 0;
+  double fetch = 0, preprocess = 0, transfer = 0, sync = 0, checkpoint = 0, other = 0;
   std::array<double, kStallStages> parts() const {
-    return {fetch, preprocess, transfer, sync, other};
+    return {fetch, preprocess, transfer, sync, checkpoint, other};
   }
-  double charged() const { return fetch + preprocess + transfer + sync; }  // all but other
+  double charged() const {  // all but other
+    return fetch + preprocess + transfer + sync + checkpoint;
+  }
   // Adds the charged stages of `o` (not `other`, which is what idle leaves over).
   void AddCharged(const StageSeconds& o) {
     fetch += o.fetch;
     preprocess += o.preprocess;
     transfer += o.transfer;
     sync += o.sync;
+    checkpoint += o.checkpoint;
   }
 };
 
@@ -98,6 +102,8 @@ struct BatchRecord {
   double step_start = 0, step_end = 0, step_busy = 0;
   // Multi-rank: when the step's barrier let this rank go (0 in a one-rank run).
   double sync_done = 0;
+  // When the checkpoint taken after the previous step let the device go on (0: none).
+  double checkpoint_done = 0;
   // Simulated multi-rank steps (sim/): the gap before this step split per stage along each
   // rank's own milestones (its wait for the slowest rank as sync) and averaged over the ranks,
   // as a multi-rank run's job figures are; the milestones above are the slowest rank's. When
@@ -123,6 +129,24 @@ struct ChunkSpan {
   uint32_t samples = 0;
 };
 
+// One checkpoint (checkpoint.*), taken after step `step` ended.
+struct CheckpointSpan {
+  uint64_t step = 0;
+  uint64_t bytes = 0;  // this rank's
+  double start = 0;    // the device thread began it (the step had ended)
+  double resumed = 0;  // the device could go on: sync, the write done; async, the snapshot taken
+  double write_start = 0, write_end = 0;  // async: on the writer thread, beside the next steps
+  bool waited_for_previous = false;  // async: the previous write had not finished yet
+  int error = 0;                     // errno of a write that failed (loader.on_error skip)
+};
+
+// checkpoint.restore: the newest checkpoint read back before the first step.
+struct RestoreRecord {
+  bool done = false;
+  uint64_t step = 0, bytes = 0;
+  double seconds = 0;
+};
+
 struct RunRecord {
   std::string device;
   std::vector<BatchRecord> batches;
@@ -142,6 +166,9 @@ struct RunRecord {
   // Each tier's eviction count when each epoch's first batch started, and at the end.
   std::vector<std::vector<uint64_t>> tier_evictions;
   DeviceReport device_report;
+  std::vector<CheckpointSpan> checkpoints;
+  RestoreRecord restore;
+  std::string checkpoint_error;  // the first failed checkpoint write's message
   bool partial = false;  // stopped early by RequestStop(): `batches` holds the completed steps
   bool failed = false;
   std::string error;
@@ -252,6 +279,7 @@ class Pipeline final : private ReadCallback {
   std::vector<uint64_t> skipped_;                      // guarded by mu_
   std::vector<std::vector<uint64_t>> tier_evictions_;  // fetcher thread, then Run()
   LiveCounters live_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // with options_.checkpoint_store
 };
 
 }  // namespace stallscope

@@ -16,9 +16,9 @@ namespace {
 // Colour-blind-safe palette (Okabe–Ito), cycled over variants.
 const char* kColors[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
                          "#56B4E9", "#D55E00", "#F0E442", "#000000"};
-const char* kStageColors[] = {"#D55E00", "#E69F00", "#56B4E9", "#CC79A7", "#999999"};
-const char* kStages[] = {"fetch", "preprocess", "transfer", "sync", "other"};
-constexpr int kStageCount = 5;
+const char* kStageColors[] = {"#D55E00", "#E69F00", "#56B4E9", "#CC79A7", "#009E73", "#999999"};
+const char* kStages[] = {"fetch", "preprocess", "transfer", "sync", "checkpoint", "other"};
+constexpr int kStageCount = 6;
 
 constexpr int kWidth = 760;  // the charts' width (report/chart.cc)
 

@@ -11,7 +11,8 @@ namespace stallscope {
 // JSON of the analysis' structs, by field name (found by argument-dependent lookup, so in the
 // structs' own namespace). A rank's entry of the `ranks` array is read back by rank 0, so
 // both directions come from this one list.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sync, other)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageSeconds, fetch, preprocess, transfer, sync, checkpoint,
+                                   other)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au, window_seconds,
                                    samples_per_second, bytes_per_second, stall_seconds,
                                    cache_hit_ratio, samples_delivered, samples_verified,
@@ -141,6 +142,25 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                    {"gpus", v.gpus}};
   }
   if (!v.gpu.busy_source.empty()) out["gpu"] = GpuToJson(v);
+  if (v.checkpoints) {
+    const CheckpointResult& c = *v.checkpoints;
+    out["checkpoints"] = {{"count", c.count},
+                          {"bytes", c.bytes},
+                          {"seconds", c.seconds},
+                          {"bytes_per_second", c.bytes_per_second},
+                          {"mode", c.mode},
+                          {"target", c.target},
+                          {"device_wait_seconds", c.device_wait_seconds},
+                          {"waited_for_previous", c.waited_for_previous},
+                          {"failed", c.failed},
+                          {"fetch_stall_during_writes_seconds", c.fetch_stall_during_writes}};
+    if (!c.error.empty()) out["checkpoints"]["error"] = c.error;
+    if (c.restore.done) {
+      out["checkpoints"]["restore"] = {{"step", c.restore.step},
+                                       {"bytes", c.restore.bytes},
+                                       {"seconds", c.restore.seconds}};
+    }
+  }
   if (v.partial) out["partial"] = true;
   if (!v.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -338,6 +358,13 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
                   [](const VariantResult& v) { return v.ranks.size() > 1 || v.gpus > 1; })) {
     table.Add("stall sync (s)", [&](const VariantResult& v) { return secs(v.stall.sync); });
   }
+  const bool checkpoints = std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) {
+    return v.checkpoints.has_value() || v.stall.checkpoint > 0;
+  });
+  if (checkpoints) {
+    table.Add("stall checkpoint (s)",
+              [&](const VariantResult& v) { return secs(v.stall.checkpoint); });
+  }
   table.Add("stall other (s)", [&](const VariantResult& v) { return secs(v.stall.other); });
   table.Add("window (s)", [&](const VariantResult& v) { return secs(v.window_seconds); });
   table.Add("cache hit", [&](const VariantResult& v) {
@@ -360,6 +387,15 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
   table.Add("bottleneck", [](const VariantResult& v) { return v.bottleneck_stage; });
   if (std::any_of(vs.begin(), vs.end(), [](const VariantResult& v) { return v.gpus > 1; })) {
     table.Add("GPUs", [](const VariantResult& v) { return fmt::format("{}", v.gpus); });
+  }
+  if (checkpoints) {
+    table.Add("checkpoints, MB/s", [](const VariantResult& v) {
+      if (!v.checkpoints) return std::string("-");
+      const CheckpointResult& c = *v.checkpoints;
+      return fmt::format("{} {} x {}, {:.1f}", c.count, c.mode,
+                         FormatBinaryBytes(c.count ? static_cast<double>(c.bytes) / c.count : 0),
+                         c.bytes_per_second / 1e6);
+    });
   }
   AddCostRows(table, vs);
   AddGpuRows(table, vs);

@@ -15,6 +15,7 @@ namespace {
 // Track ids: fixed tracks first, then families of lanes.
 constexpr int kComputeTid = 1;
 constexpr int kCopyTid = 2;
+constexpr int kCheckpointTid = 3;
 constexpr int kWorkerTid = 100;
 constexpr int kFetchTid = 1000;
 constexpr int kReadTid = 10000;  // + 1000 * thread + lane
@@ -75,17 +76,32 @@ void AppendTraceEvents(nlohmann::json& events, const RunRecord& run, const std::
          {{"epoch", b[k].epoch}, {"samples", b[k].samples}, {"busy_s", b[k].step_busy}});
     span(kCopyTid, fmt::format("H2D {}", k), "transfer", b[k].copy_start, b[k].copy_done, {});
     if (k <= run.warmup_steps) continue;
-    // The stall before step k, split as the analysis splits it, laid end to end.
+    // The stall before step k, split as the analysis splits it, laid end to end in the order
+    // they happen: the checkpoint after the previous step first.
     const auto lengths = SplitStall(b[k - 1].step_end, b[k]).parts();
     const auto& stages = kStallStageNames;
+    constexpr int kOrder[kStallStages] = {4, 0, 1, 2, 3, 5};
+    static_assert(kStallStages == 6, "kOrder lists every stage once");
     double from = b[k - 1].step_end;
-    for (int s = 0; s < kStallStages; ++s) {
+    for (int s : kOrder) {
       const double to = from + lengths[s];
       if (to > from) {
         span(kComputeTid, std::string("stall: ") + stages[s], "stall", from, to,
              {{"stage", stages[s]}, {"before_step", k}});
       }
       from = to;
+    }
+  }
+  // Checkpoints: the device's wait, and (async) the write beside the next steps.
+  for (const CheckpointSpan& c : run.checkpoints) {
+    threads[kCheckpointTid] = "checkpoints";
+    span(kCheckpointTid, fmt::format("checkpoint after step {}", c.step), "checkpoint", c.start,
+         c.resumed, {{"bytes", c.bytes}, {"error", c.error}});
+    if (c.write_start >= c.resumed) {
+      threads[kCheckpointTid + 1] = "checkpoint writes";
+      span(kCheckpointTid + 1, fmt::format("write checkpoint {}", c.step), "checkpoint",
+           c.write_start, c.write_end,
+           {{"bytes", c.bytes}, {"waited_for_previous", c.waited_for_previous}});
     }
   }
   // Fetch lanes.

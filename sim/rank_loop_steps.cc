@@ -141,7 +141,8 @@ void RankLoop::TryStep(double t) {
     }
     const double n = static_cast<double>(ranks_.size());
     rec.ranks_split =
-        StageSeconds{mean.fetch / n, mean.preprocess / n, mean.transfer / n, mean.sync / n, 0};
+        StageSeconds{mean.fetch / n,    mean.preprocess / n, mean.transfer / n,
+                     mean.sync / n,     mean.checkpoint / n, 0};
   }
   rec.step_end = t + s_.gpu.step_time;
   rec.step_busy = s_.gpu.step_time;

@@ -25,6 +25,15 @@ StorageModel::StorageModel(const SimulatedStorageOptions& o, uint64_t seed,
     sigma_ = std::max(0.0, std::log(o.latency_p99_seconds / o.latency_p50_seconds) / 2.326348);
     has_latency_ = true;
   }
+  if (o.write.latency_p50 > 0) {
+    write_mu_ = std::log(o.write.latency_p50);
+    write_sigma_ = std::max(0.0, std::log(o.write.latency_p99 / o.write.latency_p50) / 2.326348);
+    has_write_latency_ = true;
+  } else {
+    write_mu_ = mu_;
+    write_sigma_ = sigma_;
+    has_write_latency_ = has_latency_;
+  }
   // Bucket depth: 1 ms of bandwidth, at least one largest sample, so a lone read after an
   // idle spell is not charged for the idle spell's unused tokens beyond a short burst.
   if (o.bandwidth_bytes_per_second > 0) {
@@ -67,7 +76,18 @@ double StorageModel::Normal() {
   return u * f;
 }
 
-void StorageModel::Submit(uint64_t token, uint64_t bytes, double now) {
+SimulatedStorageOptions SeparateWriteModel(const SimulatedStorageOptions& o) {
+  SimulatedStorageOptions w;
+  w.bandwidth_bytes_per_second =
+      o.write.bandwidth > 0 ? o.write.bandwidth : o.bandwidth_bytes_per_second;
+  const bool own = o.write.latency_p50 > 0;
+  w.latency_p50_seconds = own ? o.write.latency_p50 : o.latency_p50_seconds;
+  w.latency_p99_seconds = own ? o.write.latency_p99 : o.latency_p99_seconds;
+  w.max_inflight = o.max_inflight;
+  return w;
+}
+
+void StorageModel::Submit(uint64_t token, uint64_t bytes, double now, bool write) {
   uint32_t index;
   if (free_.empty()) {
     index = static_cast<uint32_t>(reads_.size());
@@ -76,7 +96,7 @@ void StorageModel::Submit(uint64_t token, uint64_t bytes, double now) {
     index = free_.back();
     free_.pop_back();
   }
-  reads_[index] = {token, bytes, kNone, shared_ ? shared_->tickets.fetch_add(1) : 0};
+  reads_[index] = {token, bytes, kNone, write, shared_ ? shared_->tickets.fetch_add(1) : 0};
   waiting_.push_back(index);
   Admit(now);
 }
@@ -119,6 +139,11 @@ void StorageModel::Admit(double now) {
     if (options_.iops > 0) {
       t = shared_ ? SharedTake(shared_->iops_empty, 1.0, options_.iops, 1.0, t)
                   : Take(iops_tokens_, 1.0, options_.iops, 1.0, iops_last_, t);
+    }
+    if (r.write) {
+      if (has_write_latency_) t += std::exp(write_mu_ + write_sigma_ * Normal());
+      Push(t, index);
+      continue;
     }
     if (has_latency_) t += std::exp(mu_ + sigma_ * Normal());
     const auto& f = options_.faults;

@@ -56,6 +56,11 @@ struct SharedStorageBudget {
 static_assert(std::atomic<double>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "SharedStorageBudget is used across processes: its atomics must be lock-free");
 
+// The options of a separate model for writes (storage.write.shared false): storage.write's
+// bandwidth (storage.bandwidth when 0) and latency (the reads' when 0), no IOPS limit, no
+// faults, the same max_inflight.
+SimulatedStorageOptions SeparateWriteModel(const SimulatedStorageOptions& o);
+
 class StorageModel {
  public:
   static constexpr double kSharedPoll = 50e-6;  // seconds between retries for a shared slot
@@ -80,7 +85,9 @@ class StorageModel {
   }
 
   // Queues a read of `bytes` at `now`; it starts at once if fewer than max_inflight are out.
-  void Submit(uint64_t token, uint64_t bytes, double now);
+  // `write`: a write (a checkpoint's) instead: its latency is storage.write's, it meets no
+  // fault, and it shares the queue and the bandwidth with the reads (storage.write.shared).
+  void Submit(uint64_t token, uint64_t bytes, double now, bool write = false);
   // The earliest time at which Advance() has something to do; kNever when idle.
   double NextEventTime() const {
     const double a = heap_.empty() ? kNever : heap_.front().due;
@@ -105,6 +112,7 @@ class StorageModel {
     uint64_t token = 0;
     uint64_t bytes = 0;
     Fault fault = kNone;
+    bool write = false;
     int64_t ticket = 0;  // shared: its place in the host's one FIFO queue
   };
   struct Pending {
@@ -132,6 +140,8 @@ class StorageModel {
   const double start_;
   bool has_latency_ = false;
   double mu_ = 0, sigma_ = 0;  // of the latency's logarithm
+  bool has_write_latency_ = false;
+  double write_mu_ = 0, write_sigma_ = 0;  // storage.write.latency's
   double bw_depth_ = 0;
 
   // xoshiro256** (Blackman & Vigna): a few instructions per draw, where mt19937_64 and

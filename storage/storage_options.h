@@ -44,6 +44,16 @@ struct SimulatedStorageOptions {
     }
     bool operator==(const Faults&) const = default;
   } faults{};
+  // storage.write: how the simulated storage takes writes (checkpoints). Writes draw their
+  // latency from `latency_*` (both 0: the reads' latency); with `shared` they take their bytes
+  // from the reads' bandwidth bucket and max_inflight queue (one storage for both), else from
+  // a bucket of their own of `bandwidth` (0: storage.bandwidth). Writes fail no fault.
+  struct Write {
+    double bandwidth = 0;
+    double latency_p50 = 0, latency_p99 = 0;
+    bool shared = true;
+    bool operator==(const Write&) const = default;
+  } write{};
 
   bool operator==(const SimulatedStorageOptions&) const = default;
 };

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -94,6 +95,10 @@ class SimulatedStorage::Engine {
         model_(o, seed, owner->max_sample_bytes(), 0.0),
         timer_(context_),
         work_(boost::asio::make_work_guard(context_)) {
+    if (!o.write.shared) {
+      write_model_ = std::make_unique<StorageModel>(SeparateWriteModel(o), seed ^ 0x77726974ULL,
+                                                    owner->max_sample_bytes(), 0.0);
+    }
     // steady_clock is CLOCK_MONOTONIC: the same clock in every process of this host.
     if (shared)
       model_.Share(shared, std::chrono::duration<double>(start_.time_since_epoch()).count());
@@ -105,6 +110,26 @@ class SimulatedStorage::Engine {
     boost::asio::post(context_, [this] { timer_.cancel(); });
     context_.stop();
     thread_.join();
+  }
+
+  // Moves `bytes` in `block`-byte requests, at most `depth` in flight, and returns when the
+  // last has completed. One transfer at a time (callers are serialized).
+  void Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
+    std::lock_guard serial(transfer_mu_);
+    Job job;
+    job.blocks = (bytes + block - 1) / block;
+    job.last = bytes - (job.blocks - 1) * block;
+    job.block = block;
+    job.depth = std::max<uint32_t>(depth, 1);
+    job.write = write;
+    if (job.blocks == 0) return;
+    boost::asio::post(context_, [this, &job] {
+      job_ = &job;
+      FeedJob(Now());
+      Process();
+    });
+    std::unique_lock lock(job.mu);
+    job.cv.wait(lock, [&] { return job.done; });
   }
 
   void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
@@ -123,6 +148,43 @@ class SimulatedStorage::Engine {
   };
 
   double Now() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  // A Transfer() in progress, owned by the thread waiting in it.
+  struct Job {
+    uint64_t blocks = 0, block = 0, last = 0, submitted = 0, completed = 0;
+    uint32_t depth = 1;
+    bool write = false;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;  // guarded by mu
+  };
+  static constexpr uint64_t kJobToken = 1ULL << 63;  // model tokens of a Job's blocks
+
+  StorageModel& JobModel() {
+    return job_->write && write_model_ ? *write_model_ : model_;
+  }
+
+  // Engine thread: keeps `depth` of the job's blocks in flight.
+  void FeedJob(double now) {
+    Job& j = *job_;
+    while (j.submitted < j.blocks && j.submitted - j.completed < j.depth) {
+      const uint64_t bytes = j.submitted + 1 == j.blocks ? j.last : j.block;
+      JobModel().Submit(kJobToken | j.submitted, bytes, now, j.write);
+      ++j.submitted;
+    }
+  }
+
+  void JobBlockDone(double now) {
+    Job& j = *job_;
+    if (++j.completed < j.blocks) {
+      FeedJob(now);
+      return;
+    }
+    job_ = nullptr;
+    std::lock_guard lock(j.mu);  // notified under the lock: j is gone once its waiter sees done
+    j.done = true;
+    j.cv.notify_all();
+  }
 
   void Drain() {
     {
@@ -149,8 +211,14 @@ class SimulatedStorage::Engine {
 
   void Process() {
     done_.clear();
-    model_.Advance(Now(), done_);
+    const double now = Now();
+    model_.Advance(now, done_);
+    if (write_model_) write_model_->Advance(now, done_);
     for (const StorageModel::Completion& c : done_) {
+      if (c.token & kJobToken) {
+        JobBlockDone(now);
+        continue;
+      }
       const Request r = slab_[c.token];
       free_.push_back(c.token);
       if (c.result > 0) {
@@ -159,7 +227,8 @@ class SimulatedStorage::Engine {
       }
       r.callback->OnReadComplete(r.request, c.result);
     }
-    const double next = model_.NextEventTime();
+    const double next = std::min(
+        model_.NextEventTime(), write_model_ ? write_model_->NextEventTime() : StorageModel::kNever);
     if (next != StorageModel::kNever && (!armed_ || next < armed_at_)) {
       armed_ = true;
       armed_at_ = next;
@@ -177,6 +246,8 @@ class SimulatedStorage::Engine {
   const Clock::time_point start_;
   // Engine thread only.
   StorageModel model_;
+  std::unique_ptr<StorageModel> write_model_;  // storage.write.shared false
+  Job* job_ = nullptr;
   std::vector<Request> slab_;  // indexed by the model's token
   std::vector<uint64_t> free_;
   std::vector<Request> drained_;
@@ -188,6 +259,7 @@ class SimulatedStorage::Engine {
   boost::asio::steady_timer timer_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
 
+  std::mutex transfer_mu_;
   std::mutex mu_;
   // Guarded by mu_.
   std::vector<Request> incoming_;
@@ -207,6 +279,10 @@ SimulatedStorage::~SimulatedStorage() = default;
 
 void SimulatedStorage::Submit(std::span<const ReadRequest> requests, ReadCallback* callback) {
   engine_->Submit(requests, callback);
+}
+
+void SimulatedStorage::Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
+  engine_->Transfer(bytes, block, depth, write);
 }
 
 std::string SimulatedStorage::Describe() const {

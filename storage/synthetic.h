@@ -68,6 +68,10 @@ class SimulatedStorage final : public SyntheticStorage {
   ~SimulatedStorage() override;
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
   std::string Describe() const override;
+  // Moves `bytes` through the model beside the reads (a checkpoint's writes with `write`,
+  // its restore without) in `block`-byte requests, at most `depth` in flight; blocks until
+  // the last completes. Any thread; transfers run one at a time.
+  void Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write);
 
  private:
   class Engine;

@@ -1,0 +1,296 @@
+#include "storage/checkpoint_store.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "base/align.h"
+#include "base/units.h"
+#include "storage/storage.h"
+#include "storage/synthetic.h"
+#include "storage/uring_ring.h"
+
+namespace stallscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'L', 'S', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+// The first 4096 bytes of a checkpoint file.
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t rank;
+  uint64_t step;
+  uint64_t bytes;  // of the body
+  uint64_t hash;   // XXH3-64 of the body
+};
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using Aligned = std::unique_ptr<std::byte[], AlignedFree>;
+Aligned AllocateBlock() {
+  return Aligned(static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, kBlockBytes)));
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// One region of a file: `bytes` at `offset` from or into `buffer`.
+struct Piece {
+  uint64_t offset;
+  std::byte* buffer;
+  uint64_t bytes;
+};
+
+// Moves every piece (writes with `write`), at most `depth` in flight on an io_uring, or
+// with pread/pwrite where io_uring is refused. Returns 0 or -errno; a short transfer is
+// -ENOSPC for a write (a full disk) and -EIO for a read (a file shorter than its header says).
+int Transfer(int fd, const std::vector<Piece>& pieces, uint32_t depth, bool write) {
+  UringRing ring(depth, 0);
+  if (!ring.ok()) {
+    for (const Piece& p : pieces) {
+      const ssize_t n = write ? pwrite(fd, p.buffer, p.bytes, static_cast<off_t>(p.offset))
+                              : pread(fd, p.buffer, p.bytes, static_cast<off_t>(p.offset));
+      if (n < 0) return -errno;
+      if (static_cast<uint64_t>(n) != p.bytes) return write ? -ENOSPC : -EIO;
+    }
+    return 0;
+  }
+  size_t next = 0, inflight = 0;
+  int error = 0;
+  while (next < pieces.size() || inflight > 0) {
+    while (error == 0 && next < pieces.size() && inflight < depth) {
+      const Piece& p = pieces[next];
+      io_uring_sqe* sqe = ring.GetSqe();
+      if (write) {
+        io_uring_prep_write(sqe, fd, p.buffer, static_cast<unsigned>(p.bytes), p.offset);
+      } else {
+        io_uring_prep_read(sqe, fd, p.buffer, static_cast<unsigned>(p.bytes), p.offset);
+      }
+      io_uring_sqe_set_data64(sqe, next);
+      ++next;
+      ++inflight;
+    }
+    if (inflight == 0) break;
+    const int rc = ring.Wait();
+    if (rc < 0 && rc != -EINTR && rc != -ETIME) return rc;
+    ring.ForEachCompletion([&](uint64_t tag, int res) {
+      --inflight;
+      if (res < 0) {
+        if (error == 0) error = res;
+      } else if (static_cast<uint64_t>(res) != pieces[tag].bytes && error == 0) {
+        error = write ? -ENOSPC : -EIO;
+      }
+    });
+  }
+  return error;
+}
+
+std::string Errno(int negative) { return std::strerror(-negative); }
+
+}  // namespace
+
+DirectoryCheckpointStore::DirectoryCheckpointStore(const DirectoryCheckpointOptions& o)
+    : options_(o) {
+  std::error_code ec;
+  fs::create_directories(o.path, ec);
+  if (!fs::is_directory(o.path, ec)) {
+    throw StorageError(fmt::format("checkpoint.path: {} is not a directory and cannot be made{}",
+                                   o.path, ec ? " (" + ec.message() + ")" : ""));
+  }
+  if (access(o.path.c_str(), W_OK) != 0) {
+    throw StorageError(
+        fmt::format("checkpoint.path: {}: cannot write there ({})", o.path, std::strerror(errno)));
+  }
+  // A crash's leftovers: temporary files of this rank never renamed.
+  const std::string suffix = fmt::format("-r{:05}.tmp", o.rank);
+  for (const auto& entry : fs::directory_iterator(o.path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".ckpt-", 0) == 0 && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+std::string DirectoryCheckpointStore::NameOf(uint64_t step) const {
+  return fmt::format("{}/ckpt-{:012}-r{:05}.stck", options_.path, step, options_.rank);
+}
+
+std::vector<uint64_t> DirectoryCheckpointStore::Steps() const {
+  std::vector<uint64_t> steps;
+  std::error_code ec;
+  const std::string suffix = fmt::format("-r{:05}.stck", options_.rank);
+  for (const auto& entry : fs::directory_iterator(options_.path, ec)) {
+    const std::string name = entry.path().filename().string();
+    unsigned long long step = 0;
+    if (name.size() == 5 + 12 + suffix.size() && name.rfind("ckpt-", 0) == 0 &&
+        name.compare(17, suffix.size(), suffix) == 0 &&
+        std::sscanf(name.c_str() + 5, "%12llu", &step) == 1) {
+      steps.push_back(step);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::optional<uint64_t> DirectoryCheckpointStore::Latest() const {
+  const std::vector<uint64_t> steps = Steps();
+  if (steps.empty()) return std::nullopt;
+  return steps.back();
+}
+
+uint64_t DirectoryCheckpointStore::Footprint(uint64_t bytes) const {
+  return kBlockBytes + RoundUp(bytes, kBlockBytes);
+}
+
+std::optional<uint64_t> DirectoryCheckpointStore::FreeBytes() const {
+  struct statvfs st;
+  if (statvfs(options_.path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+void DirectoryCheckpointStore::Write(uint64_t step, std::span<const std::byte> data) {
+  const std::string final_name = NameOf(step);
+  const std::string tmp =
+      fmt::format("{}/.ckpt-{:012}-r{:05}.tmp", options_.path, step, options_.rank);
+  Aligned header = AllocateBlock();
+  std::memset(header.get(), 0, kBlockBytes);
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.rank = options_.rank;
+  h.step = step;
+  h.bytes = data.size();
+  h.hash = XXH3_64bits(data.data(), data.size());
+  std::memcpy(header.get(), &h, sizeof h);
+
+  auto fail = [&](const std::string& what, int negative) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw CheckpointError(fmt::format("checkpoint: {} {}: {}", what, tmp, Errno(negative)),
+                          -negative);
+  };
+  Fd f;
+  f.fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (options_.direct ? O_DIRECT : 0),
+              0644);
+  if (f.fd < 0) fail("cannot create", -errno);
+  std::vector<Piece> pieces;
+  pieces.push_back({0, header.get(), kBlockBytes});
+  auto* body = const_cast<std::byte*>(data.data());  // written from, never into
+  const uint64_t on_disk = options_.direct ? RoundUp(data.size(), kBlockBytes) : data.size();
+  for (uint64_t at = 0; at < on_disk; at += options_.block) {
+    pieces.push_back({kBlockBytes + at, body + at, std::min(options_.block, on_disk - at)});
+  }
+  if (const int rc = Transfer(f.fd, pieces, options_.depth, true); rc < 0) fail("writing", rc);
+  if (options_.fsync && fdatasync(f.fd) != 0) fail("fsync of", -errno);
+  if (close(f.fd) != 0) {
+    f.fd = -1;
+    fail("closing", -errno);
+  }
+  f.fd = -1;
+  if (rename(tmp.c_str(), final_name.c_str()) != 0) fail("renaming", -errno);
+  if (options_.fsync) {
+    // The rename itself made durable: the directory's entry.
+    Fd dir;
+    dir.fd = open(options_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir.fd >= 0) fsync(dir.fd);
+  }
+  Prune();
+}
+
+void DirectoryCheckpointStore::Prune() {
+  const std::vector<uint64_t> steps = Steps();
+  const size_t keep = std::max<uint32_t>(options_.keep, 1);
+  std::error_code ec;
+  for (size_t i = 0; i + keep < steps.size(); ++i) fs::remove(NameOf(steps[i]), ec);
+}
+
+void DirectoryCheckpointStore::Read(uint64_t step, std::span<std::byte> dst) {
+  const std::string name = NameOf(step);
+  Fd f;
+  f.fd = open(name.c_str(), O_RDONLY | O_CLOEXEC | (options_.direct ? O_DIRECT : 0));
+  if (f.fd < 0) {
+    throw CheckpointError(fmt::format("checkpoint: cannot open {}: {}", name, Errno(-errno)),
+                          errno);
+  }
+  Aligned header = AllocateBlock();
+  if (const int rc = Transfer(f.fd, {{0, header.get(), kBlockBytes}}, 1, false); rc < 0) {
+    throw CheckpointError(fmt::format("checkpoint: reading {}: {}", name, Errno(rc)), -rc);
+  }
+  Header h;
+  std::memcpy(&h, header.get(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion ||
+      h.rank != options_.rank || h.step != step) {
+    throw CheckpointError(fmt::format("checkpoint: {} is not a stallscope checkpoint of rank {} "
+                                      "step {}",
+                                      name, options_.rank, step),
+                          EINVAL);
+  }
+  if (h.bytes != dst.size()) {
+    throw CheckpointError(
+        fmt::format("checkpoint: {} holds {} but this run's checkpoint is {}", name,
+                    FormatBytes(h.bytes), FormatBytes(dst.size())),
+        EINVAL);
+  }
+  const uint64_t on_disk = options_.direct ? RoundUp(dst.size(), kBlockBytes) : dst.size();
+  std::vector<Piece> pieces;
+  for (uint64_t at = 0; at < on_disk; at += options_.block) {
+    pieces.push_back({kBlockBytes + at, dst.data() + at, std::min(options_.block, on_disk - at)});
+  }
+  if (const int rc = Transfer(f.fd, pieces, options_.depth, false); rc < 0) {
+    throw CheckpointError(fmt::format("checkpoint: reading {}: {}", name, Errno(rc)), -rc);
+  }
+  if (XXH3_64bits(dst.data(), dst.size()) != h.hash) {
+    throw CheckpointError(fmt::format("checkpoint: {}: content does not match its checksum", name),
+                          EIO);
+  }
+}
+
+std::string DirectoryCheckpointStore::Describe() const {
+  return fmt::format("directory {} ({}{}, {} writes, {} in flight, keep {})", options_.path,
+                     options_.fsync ? "fsync" : "no fsync", options_.direct ? ", O_DIRECT" : "",
+                     FormatBytes(options_.block), options_.depth, options_.keep);
+}
+
+SimulatedCheckpointStore::SimulatedCheckpointStore(SimulatedStorage& storage, uint64_t block,
+                                                   uint32_t depth)
+    : storage_(storage), block_(block), depth_(depth) {}
+
+void SimulatedCheckpointStore::Write(uint64_t step, std::span<const std::byte> data) {
+  storage_.Transfer(data.size(), block_, depth_, true);
+  latest_ = step;
+}
+
+void SimulatedCheckpointStore::Read(uint64_t step, std::span<std::byte> dst) {
+  storage_.Transfer(dst.size(), block_, depth_, false);
+}
+
+std::string SimulatedCheckpointStore::Describe() const {
+  return fmt::format("the simulated storage ({} writes, {} in flight)", FormatBytes(block_),
+                     depth_);
+}
+
+std::string SimulatedCheckpointStore::NameOf(uint64_t step) const {
+  return fmt::format("checkpoint of step {} on the simulated storage", step);
+}
+
+}  // namespace stallscope
