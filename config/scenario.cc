@@ -139,6 +139,7 @@ void ReadCheckpoint(Section s, CheckpointOptions& c) {
     s.ctx().Fail(s.Get("block"), s.Path("block"), "must be a multiple of 4 KiB up to 1 GiB");
   }
   c.io_depth = s.Integer<uint32_t>("io_depth", c.io_depth, 1, 1024);
+  c.bandwidth = s.Rate("bandwidth", c.bandwidth);
   s.Finish();
   if (!c.enabled() && !c.restore) {
     s.ctx().Fail(s.node(), s.Path("every"),

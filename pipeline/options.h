@@ -106,6 +106,9 @@ struct CheckpointOptions {
   bool restore = false;   // read the newest checkpoint back before the first step
   uint64_t block = 1 << 20;  // bytes per write (and restore read)
   uint32_t io_depth = 8;     // writes in flight
+  // simulate only: the write rate of `path`'s directory (bench-checkpoint measures it);
+  // 0 = writes there take no time. `run` measures the directory itself.
+  double bandwidth = 0;
 
   bool enabled() const { return every > 0 || interval > 0; }
   // One rank's share of a job of `ranks`: bytes / ranks, rounded up to 4096.

@@ -222,6 +222,13 @@ void Pipeline::DeviceLoop() {
       }
       previous_end = t.end;
       if (checkpointer_) {
+        {
+          // The loader goes on with the next batches while the checkpoint holds the device.
+          std::lock_guard lock(mu_);
+          device_batch_ = b + 1;
+        }
+        fetch_cv_.notify_all();
+        copy_cv_.notify_all();
         if (b == 0) checkpointer_->Start(t.start);
         const double resumed = checkpointer_->AfterStep(b, t.end);
         if (resumed > 0 && b + 1 < plan_.total_batches) records_[b + 1].checkpoint_done = resumed;

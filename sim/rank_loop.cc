@@ -207,6 +207,7 @@ void RankLoop::Setup() {
   copied_count_.assign(total_, 0);
   epoch_snapshots_.assign(s_.run.epochs + 1, {});
   snapshot_taken_.assign(s_.run.epochs + 1, 0);
+  SetupCheckpoints();
 }
 
 const std::vector<uint64_t>& RankLoop::Order(uint64_t epoch) {
@@ -251,6 +252,9 @@ void RankLoop::Dispatch(const Event& e) {
       return;
     case kStepEnd:
       OnStepEnd(e.b, e.t);
+      return;
+    case kSnapshotDone:
+      OnSnapshotDone(e.t);
       return;
     case kReceived:
       Received(e.a, static_cast<int>((e.b >> 20) & 0xfff), e.t);
@@ -382,6 +386,10 @@ void RankLoop::SubmitReads(uint32_t r, int sl, double t) {
 }
 
 void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
+  if (c.token & kCheckpointToken) {
+    OnCheckpointWrite(static_cast<uint32_t>(c.token & 0xffffffffu), c.time);
+    return;
+  }
   const uint32_t r = static_cast<uint32_t>(c.token >> 32);
   const int sl = static_cast<int>((c.token >> 20) & 0xfff);
   const uint32_t i = c.token & 0xfffff;

@@ -54,7 +54,36 @@ class RankLoop {
 
  private:
   static constexpr double kNever = StorageModel::kNever;
-  enum Kind : uint32_t { kModel, kLookupsDone, kChunkDone, kCopyDone, kStepEnd, kRetry, kReceived };
+  enum Kind : uint32_t {
+    kModel,
+    kLookupsDone,
+    kChunkDone,
+    kCopyDone,
+    kStepEnd,
+    kRetry,
+    kReceived,
+    kSnapshotDone
+  };
+  // Model tokens of checkpoint writes: this bit and the rank.
+  static constexpr uint64_t kCheckpointToken = 1ULL << 63;
+  // checkpoint.*: every rank writes its share into `model` after the steps the schedule names
+  // (rank_loop_checkpoint.cc).
+  struct Checkpoints {
+    bool enabled = false, async = false;
+    uint64_t rank_bytes = 0;
+    uint64_t blocks = 0, block = 0, last = 0;  // each rank's writes
+    uint32_t depth = 1;
+    int model = 0;              // models_ index: 0 = the storage (storage.write.shared)
+    double snapshot = 0;        // seconds the device waits for a snapshot
+    bool blocking = false;      // the device waits for a checkpoint
+    bool snapshot_waits = false;  // async: the next snapshot waits for the writes in flight
+    uint32_t pending_ranks = 0;   // ranks with writes left
+    std::vector<uint64_t> left, inflight;  // per rank
+    uint64_t next_step = 0;                // the step the device waits to start
+    size_t writing = 0;                    // the span whose writes are in flight
+    std::unique_ptr<CheckpointSchedule> schedule;
+    std::vector<CheckpointSpan> spans;
+  };
   struct Event {
     double t;
     uint64_t seq;
@@ -167,6 +196,14 @@ class RankLoop {
 
   void TryStep(double t);
 
+  void SetupCheckpoints();
+  // After step `b` ended at `t`: begins a checkpoint when one is due.
+  void MaybeCheckpoint(uint64_t b, double t);
+  void OnSnapshotDone(double t);
+  void FeedWrites(uint32_t r, double t);
+  void OnCheckpointWrite(uint32_t r, double t);
+  void ReleaseDevice(double t);
+
   void OnStepEnd(uint64_t b, double t);
 
   QueueDepths SampleQueues(uint32_t r, uint64_t step) const;
@@ -217,6 +254,7 @@ class RankLoop {
   uint64_t read_errors_ = 0, distributed_hits_ = 0, distributed_misses_ = 0;
   bool failed_ = false;
   std::string error_;
+  Checkpoints ckpt_;
 };
 
 }  // namespace stallscope

@@ -121,7 +121,7 @@ void RankLoop::OnCopyDone(uint32_t r, uint64_t b, double t) {
 
 void RankLoop::TryStep(double t) {
   const uint64_t b = device_batch_;
-  if (step_running_ || b >= total_ || copied_count_[b] < ranks_.size()) return;
+  if (step_running_ || ckpt_.blocking || b >= total_ || copied_count_[b] < ranks_.size()) return;
   BatchRecord& rec = records_[b];
   rec.step_start = t;
   if (ranks_.size() > 1 && b > 0) {  // each rank's own split; its wait for the slowest is sync
@@ -129,6 +129,7 @@ void RankLoop::TryStep(double t) {
     const double previous_end = records_[b - 1].step_end;
     BatchRecord mine;
     mine.step_start = mine.sync_done = t;
+    mine.checkpoint_done = rec.checkpoint_done;
     if (rank_stalls_.empty()) rank_stalls_.resize(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r) {
       const Rank::Copied& c = ranks_[r].copied[b & 1];
@@ -160,6 +161,7 @@ void RankLoop::OnStepEnd(uint64_t b, double t) {
     TryFetch(r, t);
     TryCopy(r, t);
   }
+  MaybeCheckpoint(b, t);
   TryStep(t);
 }
 
@@ -199,6 +201,7 @@ void RankLoop::Finish(SimulationResult& out) {
   // cluster's rate (each rank copies its own batches in parallel).
   if (!records_.empty()) records_.back().copy_seconds = copy_seconds_ / R;
   rec.batches = std::move(records_);
+  rec.checkpoints = std::move(ckpt_.spans);
   rec.worker_busy_seconds = worker_busy_;
   out.usage = usage_;
   out.usage.seconds = end_;

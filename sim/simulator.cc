@@ -24,6 +24,14 @@ VariantResult Simulator::RunVariant(const Scenario& s, SimulationStats* stats, R
   if (r.record.failed) throw RunFailed(s.variant + ": " + r.record.error);
   VariantResult v = Analyze(s.variant, r.record, r.inputs);
   v.gpus = r.stats.ranks;
+  if (v.checkpoints) {
+    const CheckpointOptions& c = s.checkpoint;
+    v.checkpoints->mode = NameOf(c.mode);
+    v.checkpoints->target =
+        c.path.empty() ? std::string("the simulated storage (storage.write)")
+                       : fmt::format("directory {} modelled at {} (checkpoint.bandwidth)", c.path,
+                                     c.bandwidth > 0 ? FormatRate(c.bandwidth) : "no limit");
+  }
   // A straggler is named where the scenario makes one (cluster.straggler): the simulated
   // ranks are otherwise alike, and which of them the model serves last when they ask at the
   // same instant is its tie-break, not a slow rank (timing jitter turns it in real runs).
