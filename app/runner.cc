@@ -12,79 +12,14 @@
 
 namespace stallscope {
 
-void CheckRunnable(const Scenario& s, uint32_t ranks) {
-  CheckFaults(s);
-  const uint64_t cluster = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
-  if (cluster != ranks) {
-    throw BadInput(fmt::format(
-        "{} (variant {}): cluster: {} nodes x {} GPUs = {} ranks, but this run was launched "
-        "with {}; launch `mpirun -np {} stallscope run ...` (or `stallscope simulate` to "
-        "model any size)",
-        s.file, s.variant, s.cluster.nodes, s.cluster.gpus_per_node, cluster, ranks, cluster));
-  }
-  if (s.cluster.straggler.rank >= static_cast<int64_t>(ranks)) {
-    throw BadInput(
-        fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the run has {} "
-                    "rank(s) (0 to {})",
-                    s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
-  }
-  if (s.cluster.gpus_per_node > 1 && s.cache_scope == CacheScope::kNode && !s.cache_tiers.empty()) {
-    throw BadInput(fmt::format(
-        "{} (variant {}): cache.scope: node: the {} ranks of a node would share its cache "
-        "tiers, which real runs cannot do yet (each rank is a process with its own tiers); set "
-        "cache.scope: rank (`simulate` then models the same), or run one rank per node "
-        "(cluster.gpus_per_node: 1)",
-        s.file, s.variant, s.cluster.gpus_per_node));
-  }
-  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
-    if (s.cache_tiers[i].kind == TierKind::kDistributed) {
-      throw BadInput(fmt::format(
-          "{}: cache.tiers.{}.kind: a distributed tier (the other nodes' caches) can only be "
-          "simulated (`stallscope simulate`); `run` measures this host",
-          s.file, i));
-    }
-    try {
-      CheckTier(s.cache_tiers[i], fmt::format("cache.tiers.{}", i));
-    } catch (const CacheError& e) {
-      throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
-    }
-  }
-}
-
-DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
-  return {.dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = quiet};
-}
-
-std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorageBudget* shared) {
-  const SyntheticDataset d{.dataset = s.dataset, .seed = s.seed};
-  switch (s.storage.kind) {
-    case StorageKind::kMemory:
-      return std::make_unique<MemoryStorage>(d);
-    case StorageKind::kSimulated:
-      return std::make_unique<SimulatedStorage>(d, s.storage.model, shared);
-    case StorageKind::kDirectory:
-      break;
-  }
-  return std::make_unique<DirectoryStorage>(DirectoryOptionsOf(s, quiet));
-}
-
 namespace {
 
-// The scenario's checkpoint target, checked before anything runs: a directory that can be
-// made and has room for the checkpoints the run keeps, and a checkpoint to restore.
-std::unique_ptr<CheckpointStore> MakeCheckpointStore(const Scenario& s, Storage& storage,
-                                                     uint32_t rank, uint64_t rank_bytes,
-                                                     uint32_t ranks_on_host) {
+// A checkpoint.path directory, checked before anything runs: it can be made, it holds a
+// checkpoint to restore, and it has room for the checkpoints the run keeps.
+std::unique_ptr<DirectoryCheckpointStore> CheckpointDirectory(const Scenario& s, uint32_t rank,
+                                                              uint64_t rank_bytes,
+                                                              uint32_t ranks_on_host) {
   const CheckpointOptions& c = s.checkpoint;
-  std::unique_ptr<CheckpointStore> store;
-  if (c.path.empty()) {
-    auto* simulated = dynamic_cast<SimulatedStorage*>(&storage);
-    if (!simulated) {
-      throw BadInput(fmt::format("{}: checkpoint.path: needed unless storage.kind is simulated",
-                                 s.file));
-    }
-    return std::make_unique<SimulatedCheckpointStore>(*simulated, c.block, c.io_depth);
-  }
   std::unique_ptr<DirectoryCheckpointStore> dir;
   try {
     dir = std::make_unique<DirectoryCheckpointStore>(DirectoryCheckpointOptions{
@@ -118,7 +53,80 @@ std::unique_ptr<CheckpointStore> MakeCheckpointStore(const Scenario& s, Storage&
   return dir;
 }
 
+// The scenario's checkpoint target: the directory, or the simulated storage.
+std::unique_ptr<CheckpointStore> MakeCheckpointStore(const Scenario& s, Storage& storage,
+                                                     uint32_t rank, uint64_t rank_bytes,
+                                                     uint32_t ranks_on_host) {
+  const CheckpointOptions& c = s.checkpoint;
+  if (!c.path.empty()) return CheckpointDirectory(s, rank, rank_bytes, ranks_on_host);
+  auto* simulated = dynamic_cast<SimulatedStorage*>(&storage);
+  if (!simulated) {
+    throw BadInput(
+        fmt::format("{}: checkpoint.path: needed unless storage.kind is simulated", s.file));
+  }
+  return std::make_unique<SimulatedCheckpointStore>(*simulated, c.block, c.io_depth);
+}
+
 }  // namespace
+
+void CheckRunnable(const Scenario& s, uint32_t ranks) {
+  CheckFaults(s);
+  const uint64_t cluster = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  if (cluster != ranks) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): cluster: {} nodes x {} GPUs = {} ranks, but this run was launched "
+        "with {}; launch `mpirun -np {} stallscope run ...` (or `stallscope simulate` to "
+        "model any size)",
+        s.file, s.variant, s.cluster.nodes, s.cluster.gpus_per_node, cluster, ranks, cluster));
+  }
+  if (s.cluster.straggler.rank >= static_cast<int64_t>(ranks)) {
+    throw BadInput(
+        fmt::format("{} (variant {}): cluster.straggler.rank: {}, but the run has {} "
+                    "rank(s) (0 to {})",
+                    s.file, s.variant, s.cluster.straggler.rank, ranks, ranks - 1));
+  }
+  if (s.cluster.gpus_per_node > 1 && s.cache_scope == CacheScope::kNode && !s.cache_tiers.empty()) {
+    throw BadInput(fmt::format(
+        "{} (variant {}): cache.scope: node: the {} ranks of a node would share its cache "
+        "tiers, which real runs cannot do yet (each rank is a process with its own tiers); set "
+        "cache.scope: rank (`simulate` then models the same), or run one rank per node "
+        "(cluster.gpus_per_node: 1)",
+        s.file, s.variant, s.cluster.gpus_per_node));
+  }
+  if (!s.checkpoint.path.empty() && (s.checkpoint.enabled() || s.checkpoint.restore)) {
+    CheckpointDirectory(s, 0, s.checkpoint.rank_bytes(ranks), 1);  // rank 0's, before any starts
+  }
+  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    if (s.cache_tiers[i].kind == TierKind::kDistributed) {
+      throw BadInput(fmt::format(
+          "{}: cache.tiers.{}.kind: a distributed tier (the other nodes' caches) can only be "
+          "simulated (`stallscope simulate`); `run` measures this host",
+          s.file, i));
+    }
+    try {
+      CheckTier(s.cache_tiers[i], fmt::format("cache.tiers.{}", i));
+    } catch (const CacheError& e) {
+      throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
+    }
+  }
+}
+
+DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
+  return {.dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = quiet};
+}
+
+std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorageBudget* shared) {
+  const SyntheticDataset d{.dataset = s.dataset, .seed = s.seed};
+  switch (s.storage.kind) {
+    case StorageKind::kMemory:
+      return std::make_unique<MemoryStorage>(d);
+    case StorageKind::kSimulated:
+      return std::make_unique<SimulatedStorage>(d, s.storage.model, shared);
+    case StorageKind::kDirectory:
+      break;
+  }
+  return std::make_unique<DirectoryStorage>(DirectoryOptionsOf(s, quiet));
+}
 
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
@@ -135,6 +143,13 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   RequireMeasuredSteps(plan, s.run.warmup_steps, s.file);
   const bool checkpoints = s.checkpoint.enabled() || s.checkpoint.restore;
   po.checkpoint_bytes = s.checkpoint.rank_bytes(hooks.shard.ranks);
+  std::unique_ptr<CheckpointStore> checkpoint_store;
+  if (checkpoints) {
+    checkpoint_store = MakeCheckpointStore(s, storage, hooks.shard.rank, po.checkpoint_bytes,
+                                           hooks.ranks_on_host);
+    po.checkpoint = s.checkpoint;
+    po.checkpoint_store = checkpoint_store.get();
+  }
   // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
   if (const auto available = ReadHostMemory()) {
     CheckBudget(s, plan, storage.num_samples(), storage.max_sample_bytes(), *available,
@@ -143,13 +158,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                                                   device.name() == "emulated")
                             : 0);
   }
-  std::unique_ptr<CheckpointStore> checkpoint_store;
-  if (checkpoints) {
-    checkpoint_store = MakeCheckpointStore(s, storage, hooks.shard.rank, po.checkpoint_bytes,
-                                           hooks.ranks_on_host);
-    po.checkpoint = s.checkpoint;
-    po.checkpoint_store = checkpoint_store.get();
-  }
+
   // The sampler's future order: belady's oracle (and only consulted by it).
   const Sampler sampler(storage.num_samples(), s.seed);
   const EpochOrderOracle oracle(

@@ -1,0 +1,277 @@
+// Checkpoints (#17) against ground truth each test sets up itself: a storage of known write
+// bandwidth B (so a synchronous checkpoint of S bytes holds the device S / B), a write that
+// takes longer than the time between asynchronous checkpoints, the files a killed run leaves,
+// a filesystem that fills up mid-run, and the bad inputs the issue names.
+#include <sys/mount.h>
+
+#include <cmath>
+
+#include "sim/simulator.h"
+#include "storage/checkpoint_store.h"
+#include "tests/cli_util.h"
+
+namespace stallscope {
+namespace {
+
+using namespace cli;
+using testing::RunYaml;
+using testing::ScenarioFromYaml;
+
+// 100 steps of 10 ms fed from a storage with room to spare (52 MB/s of reads against 200 MB/s
+// of bandwidth); the checkpoints' writes have a 200 MB/s bandwidth of their own, so nothing
+// but the checkpoint holds the device.
+const std::string kBase = R"(name: ckpt
+dataset: {samples: 3200, sample_size: 16KiB}
+storage: {kind: simulated, bandwidth: 200MB/s, write: {shared: false, bandwidth: 200MB/s}}
+loader: {batch_size: 32, prefetch: 4, workers: 1, preprocess: none}
+gpu: {device: emulated, step_time: 10ms}
+run: {epochs: 1}
+)";
+constexpr double kWriteBandwidth = 200e6;
+constexpr double kCheckpointBytes = 32.0 * (1 << 20);
+
+// Checkpoints after steps `every` - 1, 2 × every - 1, ... that fall inside the measured window
+// (it ends with step 99; the one after it is outside).
+int InWindow(int every) { return 100 / every - (100 % every == 0 ? 1 : 0); }
+
+TEST(Checkpoint, SyncHoldsTheDeviceSizeOverBandwidthPerCheckpoint) {
+  const VariantResult v =
+      RunYaml(kBase + "checkpoint: {every: 20, size: 32MiB, mode: sync}\n");
+  ASSERT_TRUE(v.checkpoints);
+  EXPECT_EQ(v.checkpoints->count, 5u);
+  const double expected = kCheckpointBytes / kWriteBandwidth;  // 0.168 s
+  const double per = v.stall.checkpoint / InWindow(20);
+  EXPECT_NEAR(per, expected, 0.05 * expected) << "checkpoint stall per checkpoint";
+  EXPECT_LT(v.stall.fetch + v.stall.preprocess + v.stall.transfer, 0.02);
+  EXPECT_EQ(v.bottleneck_stage, "checkpoint") << v.bottleneck_text;
+  EXPECT_NEAR(v.checkpoints->bytes_per_second, kWriteBandwidth, 0.05 * kWriteBandwidth);
+}
+
+TEST(Checkpoint, AsyncHoldsTheDeviceOnlyForTheSnapshot) {
+  // A write takes 0.168 s, the checkpoints come every 0.3 s: each write ends in time.
+  const VariantResult v =
+      RunYaml(kBase + "checkpoint: {every: 30, size: 32MiB, mode: async}\n");
+  ASSERT_TRUE(v.checkpoints);
+  EXPECT_EQ(v.checkpoints->count, 3u);
+  EXPECT_EQ(v.checkpoints->waited_for_previous, 0u);
+  const double write = kCheckpointBytes / kWriteBandwidth;
+  // The snapshot is a 32 MiB memcpy: a few ms, against 168 ms of writing.
+  EXPECT_LT(v.stall.checkpoint / InWindow(30), 0.25 * write);
+  EXPECT_NEAR(v.checkpoints->seconds / 3, write, 0.05 * write) << "the writes still ran";
+  EXPECT_LT(v.gpu_idle_fraction, 0.05) << v.bottleneck_text;
+}
+
+TEST(Checkpoint, AsyncWritesSlowerThanTheIntervalAreWaitedForAndSaidSo) {
+  // Every 5 steps (50 ms) a checkpoint whose write takes 168 ms.
+  const VariantResult v = RunYaml(kBase + "checkpoint: {every: 5, size: 32MiB, mode: async}\n");
+  ASSERT_TRUE(v.checkpoints);
+  EXPECT_GE(v.checkpoints->waited_for_previous, v.checkpoints->count / 2);
+  EXPECT_NE(v.bottleneck_text.find("waited for the previous one's write"), std::string::npos)
+      << v.bottleneck_text;
+  // The device then waits for the writes: about their time less the steps between them.
+  EXPECT_GT(v.stall.checkpoint, 1.0);
+}
+
+TEST(Checkpoint, SimulatedSyncAddsSizeOverBandwidthAndAsyncOnlyTheSnapshot) {
+  Simulator sim;
+  const double expected = kCheckpointBytes / kWriteBandwidth;
+  const VariantResult sync =
+      sim.RunVariant(ScenarioFromYaml(kBase + "checkpoint: {every: 20, size: 32MiB}\n"));
+  EXPECT_NEAR(sync.stall.checkpoint / InWindow(20), expected, 0.05 * expected);
+  const VariantResult async = sim.RunVariant(
+      ScenarioFromYaml(kBase + "checkpoint: {every: 30, size: 32MiB, mode: async}\n"));
+  ASSERT_TRUE(async.checkpoints);
+  EXPECT_EQ(async.checkpoints->waited_for_previous, 0u);
+  EXPECT_LT(async.stall.checkpoint / InWindow(30), 0.25 * expected);
+}
+
+// The simulator against real runs where checkpoint writes share the storage with the reads.
+TEST(Checkpoint, SimulateAgreesWithRealRunsOnSharedStorage) {
+  const std::string shared = R"(name: ckpt
+dataset: {samples: 3200, sample_size: 16KiB}
+storage: {kind: simulated, bandwidth: 200MB/s}
+loader: {batch_size: 32, prefetch: 4, workers: 1, preprocess: none}
+gpu: {device: emulated, step_time: 10ms}
+run: {epochs: 1}
+checkpoint: {every: 25, size: 32MiB, mode: sync}
+variants:
+  sync: {}
+  async: {checkpoint.mode: async}
+)";
+  Simulator sim;
+  for (const std::string variant : {"sync", "async"}) {
+    const Scenario s = ScenarioFromYaml(shared, variant);
+    const VariantResult real = RunYaml(shared, variant);
+    const VariantResult simulated = sim.RunVariant(s);
+    std::printf("%s: idle real %.1f%% simulated %.1f%%, checkpoint stall %.3f / %.3f s\n",
+                variant.c_str(), real.gpu_idle_fraction * 100, simulated.gpu_idle_fraction * 100,
+                real.stall.checkpoint, simulated.stall.checkpoint);
+    EXPECT_NEAR(real.gpu_idle_fraction, simulated.gpu_idle_fraction, 0.03) << variant;
+    EXPECT_GT(real.gpu_idle_fraction, 0.05) << variant << ": the checkpoints must cost something";
+  }
+}
+
+class CheckpointFiles : public Cli {
+ protected:
+  std::string Scenario(const std::string& dir, const std::string& extra,
+                       const std::string& size = "8MiB") {
+    return Write("files.yaml", R"(name: files
+dataset: {samples: 2000, sample_size: 4KiB}
+storage: {kind: simulated, bandwidth: 1GB/s}
+loader: {batch_size: 20, prefetch: 2, workers: 1, preprocess: none}
+gpu: {device: emulated, step_time: 5ms}
+run: {epochs: 1}
+checkpoint: {size: )" + size + ", path: " + dir + ", " + extra + "}\n");
+  }
+  // The steps of the complete checkpoints in `dir` (file names only: a store would clear the
+  // temporaries of a run still writing).
+  static std::vector<uint64_t> Steps(const std::string& dir) {
+    std::vector<uint64_t> steps;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0) steps.push_back(std::stoull(name.substr(5, 12)));
+    }
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  }
+};
+
+TEST_F(CheckpointFiles, KeepsTheNewestAndRestoresTheLatestVerified) {
+  const std::string dir = (dir_.path() / "ck").string();
+  const std::string s = Scenario(dir, "keep: 2, every: 10");
+  ASSERT_EQ(Stallscope("run " + s + " --quiet").code, 0);
+  // 100 steps, a checkpoint after every tenth: steps 10 … 100 written, the newest two kept.
+  EXPECT_EQ(Steps(dir), (std::vector<uint64_t>{90, 100}));
+  const std::string json = (dir_.path() / "r.json").string();
+  const Result r =
+      Stallscope("run " + s + " --quiet --set checkpoint.restore=true --set run.max_steps=5 "
+                 "--json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json c = nlohmann::json::parse(std::ifstream(json))["variants"][0]["checkpoints"];
+  EXPECT_EQ(c["restore"]["step"], 100);
+  EXPECT_EQ(c["restore"]["bytes"], 8 << 20);
+  // One byte of the newest checkpoint's body changed: the restore says so and fails.
+  {
+    std::fstream f(dir + "/ckpt-000000000100-r00000.stck",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 + 12345);
+    f.put('\x7f');
+  }
+  const Result bad = Stallscope("run " + s + " --quiet --set checkpoint.restore=true");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("does not match its checksum"), std::string::npos) << bad.err;
+}
+
+// 20 times: SIGKILL a run at a random moment while it writes checkpoints; every checkpoint
+// under a final name verifies, and a restart with restore: true reads the newest back.
+TEST_F(CheckpointFiles, KilledRunsNeverLeaveATornCheckpoint) {
+  const std::string dir = (dir_.path() / "crash").string();
+  // A checkpoint every 5 steps of 5 ms: 20 of them in the ~1 s after the ~0.5 s start-up.
+  const std::string s = Scenario(dir, "keep: 3, every: 5");
+  const std::string bin = STALLSCOPE_BIN;
+  std::mt19937 rng(17);
+  int restored = 0;
+  for (int round = 0; round < 20; ++round) {
+    const pid_t pid = Spawn({bin, "run", s, "--quiet"});
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400 + rng() % 1000));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    DirectoryCheckpointStore store({.path = dir});  // also clears the killed run's temporaries
+    const std::vector<uint64_t> steps = store.Steps();
+    std::unique_ptr<std::byte[], decltype(&std::free)> buf(
+        static_cast<std::byte*>(std::aligned_alloc(4096, 8 << 20)), &std::free);
+    for (const uint64_t step : steps) {
+      EXPECT_NO_THROW(store.Read(step, {buf.get(), 8 << 20})) << "round " << round;
+    }
+    if (steps.empty()) continue;  // killed before the first checkpoint was complete
+    const std::string json = (dir_.path() / "k.json").string();
+    const Result r = Stallscope("run " + s + " --quiet --set checkpoint.restore=true " +
+                                "--set run.max_steps=3 --json " + json);
+    ASSERT_EQ(r.code, 0) << "round " << round << ": " << r.err;
+    const nlohmann::json c =
+        nlohmann::json::parse(std::ifstream(json))["variants"][0]["checkpoints"];
+    EXPECT_EQ(c["restore"]["step"], steps.back()) << "round " << round;
+    ++restored;
+  }
+  EXPECT_GE(restored, 10);  // most kills came after the first checkpoint
+}
+
+// A filesystem that fills up mid-run (tmpfs of 8 MiB filled after the first checkpoint):
+// skip goes on and counts the failed writes, fail stops the run with the error.
+TEST_F(CheckpointFiles, AFullDiskMidRunFollowsOnError) {
+  const std::string mnt = (dir_.path() / "tmpfs").string();
+  std::filesystem::create_directories(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=8m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  for (const std::string mode : {"skip", "fail"}) {
+    std::filesystem::remove_all(mnt + "/ck");
+    // 2 MiB checkpoints, one kept: 4 MiB of room needed at the start, 8 MiB there.
+    const std::string s = Scenario(mnt + "/ck", "keep: 1, every: 10", "2MiB");
+    const std::string json = (dir_.path() / "full.json").string();
+    std::filesystem::remove(json);
+    std::atomic<bool> done{false};
+    std::thread filler([&] {
+      // Once the first checkpoint is there, take the rest of the space.
+      while (!done && Steps(mnt + "/ck").empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      std::ofstream f(mnt + "/filler", std::ios::binary);
+      const std::string block(1 << 16, 'x');
+      while (!done && f.write(block.data(), block.size())) {
+      }
+    });
+    const Result r = Stallscope("run " + s + " --quiet --json " + json +
+                                " --set loader.on_error=" + mode);
+    done = true;
+    filler.join();
+    std::filesystem::remove(mnt + "/filler");
+    if (mode == "skip") {
+      ASSERT_EQ(r.code, 0) << r.err;
+      const nlohmann::json c =
+          nlohmann::json::parse(std::ifstream(json))["variants"][0]["checkpoints"];
+      EXPECT_GE(c["failed"].get<int>(), 1);
+      EXPECT_NE(c["error"].get<std::string>().find("No space left"), std::string::npos) << c;
+    } else {
+      EXPECT_EQ(r.code, 1);
+      EXPECT_NE(r.err.find("No space left"), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST_F(Cli, CheckpointBadInputIsRefusedBeforeAnythingRuns) {
+  const std::string base = R"(name: bad
+dataset: {samples: 200, sample_size: 4KiB}
+storage: {kind: simulated, bandwidth: 1GB/s}
+loader: {batch_size: 20}
+gpu: {step_time: 1ms}
+)";
+  ExpectBadInput(Stallscope("run " + Write("e0.yaml", base + "checkpoint: {every: 0, size: 1MiB}")),
+                 "checkpoint.every: must be at least 1");
+  ExpectBadInput(
+      Stallscope("run " + Write("m.yaml", base + "checkpoint: {every: 5, model: llama9}")),
+      "checkpoint.model: unknown model 'llama9'");
+  ExpectBadInput(Stallscope("run " + Write("n.yaml", base + "checkpoint: {size: 1MiB}")),
+                 "needs every");
+  const std::string dir = (dir_.path() / "none").string();
+  ExpectBadInput(Stallscope("run " + Write("r.yaml", base + "checkpoint: {every: 5, size: 1MiB, "
+                                                            "restore: true, path: " +
+                                                            dir + "}")),
+                 "checkpoint.restore: no checkpoint of rank 0 in " + dir);
+  // Far more than any disk here holds: refused before the first write, naming the key.
+  const std::string big = (dir_.path() / "big").string();
+  ExpectBadInput(Stallscope("run " + Write("b.yaml", base + "checkpoint: {every: 5, size: 1000TiB, "
+                                                            "path: " + big + "}")),
+                 "checkpoint.size");
+  EXPECT_TRUE(std::filesystem::is_empty(big));
+}
+
+}  // namespace
+}  // namespace stallscope
