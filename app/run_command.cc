@@ -37,6 +37,8 @@ void PrintBanner(const Scenario& s, const Storage& storage, const Cache& cache, 
                FormatBinaryBytes(static_cast<double>(p.staging_bytes())).c_str(),
                FormatBinaryBytes(static_cast<double>(cache_bytes)).c_str(),
                static_cast<unsigned long long>(p.total_steps()));
+  const std::string checkpoints = DescribeCheckpoints(s, s.cluster.nodes * s.cluster.gpus_per_node);
+  if (!checkpoints.empty()) std::fprintf(stderr, "  %s\n", checkpoints.c_str());
 }
 
 // The hooks every run's variant gets: the banner, the progress line, Ctrl-C, metrics, trace.

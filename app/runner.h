@@ -58,6 +58,10 @@ DirectoryStorageOptions DirectoryOptionsOf(const Scenario& scenario, bool quiet)
 VariantResult RunVariant(const Scenario& scenario, Storage& storage, Device& device,
                          const RunHooks& hooks);
 
+// For the banners: "checkpoint: sync, 128.0 MiB a rank every 40 steps → directory /ckpt";
+// empty without checkpoints.
+std::string DescribeCheckpoints(const Scenario& scenario, uint32_t ranks);
+
 }  // namespace stallscope
 
 #endif  // STALLSCOPE_APP_RUNNER_H_

@@ -178,6 +178,8 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o)
                    static_cast<unsigned long long>(results.back().steps), stats.simulated_seconds,
                    stats.wall_seconds,
                    stats.wall_seconds > 0 ? stats.events / stats.wall_seconds / 1e6 : 0.0);
+      const std::string checkpoints = DescribeCheckpoints(s, stats.ranks);
+      if (!checkpoints.empty()) std::fprintf(stderr, "  %s\n", checkpoints.c_str());
     }
     if (observer) ReplaySteps(record, s.run.warmup_steps, *observer);
     outputs.Record(s, record);

@@ -62,6 +62,8 @@ struct CudaDevice::Impl {
   bool reduced = false;  // this step all-reduced (read its events after the step)
   uint64_t allreduce_bytes = 0;
   double allreduce_seconds = 0;
+  DeviceBuffer<std::byte> state;  // checkpoint.*: the state a checkpoint writes
+  cudaStream_t state_stream = nullptr;
 
   // Seconds per training step of a model of `hidden` width (median of timed synthetic
   // steps after warm-up), or a negative value when it does not fit in device memory.
@@ -225,6 +227,40 @@ CudaDevice::~CudaDevice() {
   if (d.cublas) cublasDestroy(d.cublas);
   if (d.copy_stream) cudaStreamDestroy(d.copy_stream);
   if (d.compute_stream) cudaStreamDestroy(d.compute_stream);
+  if (d.state_stream) cudaStreamDestroy(d.state_stream);
+}
+
+void CudaDevice::PrepareState(uint64_t bytes) {
+  Impl& d = *impl_;
+  STALLSCOPE_CUDA(cudaSetDevice(d.options.gpu));
+  size_t free = 0, total = 0;
+  STALLSCOPE_CUDA(cudaMemGetInfo(&free, &total));
+  if (static_cast<double>(bytes) > 0.9 * static_cast<double>(free)) {
+    throw CudaSetupError(fmt::format(
+        "checkpoint: a rank's state of {:.2f} GiB does not fit in the {:.2f} GiB free on {}",
+        bytes / 1073741824.0, free / 1073741824.0, d.prop.name));
+  }
+  state_bytes_ = bytes;
+  d.state = DeviceBuffer<std::byte>(bytes);
+  if (!d.state_stream) {
+    STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&d.state_stream, cudaStreamNonBlocking));
+  }
+  STALLSCOPE_CUDA(cudaMemsetAsync(d.state.get(), 0x5a, bytes, d.state_stream));
+  STALLSCOPE_CUDA(cudaStreamSynchronize(d.state_stream));
+}
+
+void CudaDevice::Snapshot(std::byte* dst, uint64_t bytes) {
+  Impl& d = *impl_;
+  STALLSCOPE_CUDA(cudaMemcpyAsync(dst, d.state.get(), std::min(bytes, state_bytes_),
+                                  cudaMemcpyDeviceToHost, d.state_stream));
+  STALLSCOPE_CUDA(cudaStreamSynchronize(d.state_stream));
+}
+
+void CudaDevice::LoadState(const std::byte* src, uint64_t bytes) {
+  Impl& d = *impl_;
+  STALLSCOPE_CUDA(cudaMemcpyAsync(d.state.get(), src, std::min(bytes, state_bytes_),
+                                  cudaMemcpyHostToDevice, d.state_stream));
+  STALLSCOPE_CUDA(cudaStreamSynchronize(d.state_stream));
 }
 
 std::string CudaDevice::name() const { return std::string("cuda:") + impl_->prop.name; }

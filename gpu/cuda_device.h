@@ -75,6 +75,11 @@ class CudaDevice final : public Device {
   void PinHost(void* p, uint64_t bytes) override;
   void UnpinHost(void* p) override;
   DeviceReport Finish(std::vector<StepTiming>& steps) override;
+  // Checkpoints: the state is device memory of its own; a snapshot is a device-to-host copy
+  // on a stream of its own (into memory the Checkpointer pinned), a restore the way back.
+  void PrepareState(uint64_t bytes) override;
+  void Snapshot(std::byte* dst, uint64_t bytes) override;
+  void LoadState(const std::byte* src, uint64_t bytes) override;
 
   // A new NCCL communicator id (rank 0 makes it; the launcher's MPI carries it to the rest).
   static std::array<char, DataParallelGroup::kIdBytes> NewNcclId();

@@ -46,7 +46,7 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
     v.bottleneck_stage = "checkpoint";
     v.bottleneck_text = fmt::format(
         "checkpoint-bound: the device waited {} in the window for checkpoints ({} taken, {} "
-        "each, written at {})",
+        "each, written at {} per rank)",
         FormatDuration(st.checkpoint), c.count,
         FormatBytes(c.count ? static_cast<double>(run.checkpoints.front().bytes) : 0.0),
         FormatRate(c.bytes_per_second));

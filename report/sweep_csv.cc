@@ -31,15 +31,16 @@ std::string SweepCsv(const std::vector<GridAxis>& axes, const std::vector<SweepR
   out +=
       ",mode,gpus,gpu_idle_fraction,au,samples_per_second,stall_fetch_seconds,"
       "stall_preprocess_seconds,stall_transfer_seconds,stall_other_seconds,cache_hit_ratio,"
-      "window_seconds,bottleneck\n";
+      "window_seconds,bottleneck,stall_sync_seconds,stall_checkpoint_seconds\n";
   for (const SweepRow& r : rows) {
     const VariantResult& v = r.result;
     out += CsvField(r.variant);
     for (const auto& [key, value] : r.point) out += "," + CsvField(value);
-    out += fmt::format(",{},{},{:.6f},{:.6f},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n",
-                       mode, v.gpus, v.gpu_idle_fraction, v.au, v.samples_per_second, v.stall.fetch,
-                       v.stall.preprocess, v.stall.transfer, v.stall.other, v.cache_hit_ratio,
-                       v.window_seconds, v.bottleneck_stage);
+    out += fmt::format(
+        ",{},{},{:.6f},{:.6f},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.6f},{:.6f}\n",
+        mode, v.gpus, v.gpu_idle_fraction, v.au, v.samples_per_second, v.stall.fetch,
+        v.stall.preprocess, v.stall.transfer, v.stall.other, v.cache_hit_ratio, v.window_seconds,
+        v.bottleneck_stage, v.stall.sync, v.stall.checkpoint);
   }
   return out;
 }

@@ -85,6 +85,22 @@ TEST(Checkpoint, SimulatedSyncAddsSizeOverBandwidthAndAsyncOnlyTheSnapshot) {
   EXPECT_LT(async.stall.checkpoint / InWindow(30), 0.25 * expected);
 }
 
+// MLPerf Storage v2.0's Llama 3 1T checkpoint (18 TB) from 1,024 ranks to 1 TB/s: 18 s a
+// checkpoint, three in the window (the scenario's header works it out).
+TEST(Checkpoint, LlamaOneTrillionAtClusterScaleMatchesItsClosedForm) {
+  const Scenario s = ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) +
+                                        "/mlperf/llama3_1t_checkpoint.yaml")
+                         .Resolve("sync");
+  Simulator sim;
+  const VariantResult v = sim.RunVariant(s);
+  ASSERT_TRUE(v.checkpoints);
+  EXPECT_EQ(v.checkpoints->count, 4u);
+  EXPECT_EQ(v.checkpoints->bytes, 4 * s.checkpoint.rank_bytes(1024));
+  const double per = 18e12 / 1e12;  // seconds per checkpoint
+  EXPECT_NEAR(v.stall.checkpoint, 3 * per, 0.05 * 3 * per);
+  EXPECT_EQ(v.bottleneck_stage, "checkpoint");
+}
+
 // The simulator against real runs where checkpoint writes share the storage with the reads.
 TEST(Checkpoint, SimulateAgreesWithRealRunsOnSharedStorage) {
   const std::string shared = R"(name: ckpt
