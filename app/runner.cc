@@ -213,4 +213,17 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   return v;
 }
 
+std::string DescribeCheckpoints(const Scenario& s, uint32_t ranks) {
+  const CheckpointOptions& c = s.checkpoint;
+  if (!c.enabled() && !c.restore) return "";
+  std::string when = c.every > 0    ? fmt::format("every {} steps", c.every)
+                     : c.interval > 0 ? fmt::format("every {}", FormatDuration(c.interval))
+                                      : std::string("none taken");
+  return fmt::format("checkpoint: {}, {} a rank{} {} → {}{}", NameOf(c.mode),
+                     FormatBinaryBytes(static_cast<double>(c.rank_bytes(ranks))),
+                     c.model.empty() ? "" : " (" + c.model + ")", when,
+                     c.path.empty() ? std::string("the simulated storage") : c.path,
+                     c.restore ? ", restore first" : "");
+}
+
 }  // namespace stallscope
