@@ -22,16 +22,16 @@ std::unique_ptr<DirectoryCheckpointStore> CheckpointDirectory(const Scenario& s,
   const CheckpointOptions& c = s.checkpoint;
   std::unique_ptr<DirectoryCheckpointStore> dir;
   try {
-    dir = std::make_unique<DirectoryCheckpointStore>(DirectoryCheckpointOptions{
-        c.path, rank, c.fsync, c.direct, c.keep, c.block, c.io_depth});
+    dir = std::make_unique<DirectoryCheckpointStore>(
+        DirectoryCheckpointOptions{c.path, rank, c.fsync, c.direct, c.keep, c.block, c.io_depth});
   } catch (const StorageError& e) {
     throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
   }
   if (c.restore && !dir->Latest()) {
-    throw BadInput(fmt::format(
-        "{} (variant {}): checkpoint.restore: no checkpoint of rank {} in {} (files "
-        "ckpt-STEP-r{:05}.stck); run once without restore to write one",
-        s.file, s.variant, rank, c.path, rank));
+    throw BadInput(
+        fmt::format("{} (variant {}): checkpoint.restore: no checkpoint of rank {} in {} (files "
+                    "ckpt-STEP-r{:05}.stck); run once without restore to write one",
+                    s.file, s.variant, rank, c.path, rank));
   }
   if (c.enabled()) {
     // At most keep + 1 at once (the newest is written before the oldest goes); those this
@@ -145,18 +145,18 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   po.checkpoint_bytes = s.checkpoint.rank_bytes(hooks.shard.ranks);
   std::unique_ptr<CheckpointStore> checkpoint_store;
   if (checkpoints) {
-    checkpoint_store = MakeCheckpointStore(s, storage, hooks.shard.rank, po.checkpoint_bytes,
-                                           hooks.ranks_on_host);
+    checkpoint_store =
+        MakeCheckpointStore(s, storage, hooks.shard.rank, po.checkpoint_bytes, hooks.ranks_on_host);
     po.checkpoint = s.checkpoint;
     po.checkpoint_store = checkpoint_store.get();
   }
   // Before the cache, the staging slots or a thread exist: a run that cannot fit is refused.
   if (const auto available = ReadHostMemory()) {
-    CheckBudget(s, plan, storage.num_samples(), storage.max_sample_bytes(), *available,
-                hooks.ranks_on_host,
-                checkpoints ? CheckpointHostBytes(s.checkpoint, po.checkpoint_bytes,
-                                                  device.name() == "emulated")
-                            : 0);
+    CheckBudget(
+        s, plan, storage.num_samples(), storage.max_sample_bytes(), *available, hooks.ranks_on_host,
+        checkpoints
+            ? CheckpointHostBytes(s.checkpoint, po.checkpoint_bytes, device.name() == "emulated")
+            : 0);
   }
 
   // The sampler's future order: belady's oracle (and only consulted by it).
@@ -216,7 +216,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
 std::string DescribeCheckpoints(const Scenario& s, uint32_t ranks) {
   const CheckpointOptions& c = s.checkpoint;
   if (!c.enabled() && !c.restore) return "";
-  std::string when = c.every > 0    ? fmt::format("every {} steps", c.every)
+  std::string when = c.every > 0      ? fmt::format("every {} steps", c.every)
                      : c.interval > 0 ? fmt::format("every {}", FormatDuration(c.interval))
                                       : std::string("none taken");
   return fmt::format("checkpoint: {}, {} a rank{} {} → {}{}", NameOf(c.mode),

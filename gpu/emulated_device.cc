@@ -2,9 +2,9 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>

@@ -84,10 +84,10 @@ struct RankResult {
 
 // checkpoint.*: what the run's checkpoints cost (pipeline/checkpointer.h).
 struct CheckpointResult {
-  std::string mode;    // sync | async
-  std::string target;  // the store's description
-  uint64_t count = 0;  // checkpoints taken (this rank)
-  uint64_t bytes = 0;  // written (this rank)
+  std::string mode;                  // sync | async
+  std::string target;                // the store's description
+  uint64_t count = 0;                // checkpoints taken (this rank)
+  uint64_t bytes = 0;                // written (this rank)
   uint64_t failed = 0;               // writes given up (loader.on_error skip)
   uint64_t waited_for_previous = 0;  // async: the previous write was still going
   double seconds = 0;                // the writes' own time, summed
@@ -132,10 +132,10 @@ struct VariantResult {
   DeviceReport gpu;
   bool partial = false;            // interrupted (Ctrl-C): measured over the steps that completed
   double event_busy_fraction = 0;  // Σ event-timed step busy in the window / window
-  double loss_first = 0, loss_last = 0;  // mean loss of the first and last 10 steps
-  uint32_t gpus = 1;                     // accelerators (cluster.nodes × gpus_per_node)
-  std::optional<double> gpu_hour_cost;   // cost.gpu_hour, USD
-  std::vector<RankResult> ranks;         // multi-rank runs: every rank, in rank order
+  double loss_first = 0, loss_last = 0;         // mean loss of the first and last 10 steps
+  uint32_t gpus = 1;                            // accelerators (cluster.nodes × gpus_per_node)
+  std::optional<double> gpu_hour_cost;          // cost.gpu_hour, USD
+  std::vector<RankResult> ranks;                // multi-rank runs: every rank, in rank order
   std::optional<CheckpointResult> checkpoints;  // with checkpoint.*
 };
 

@@ -39,8 +39,8 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
     }
   }
   const StageSeconds& st = v.stall;
-  const bool async = !run.checkpoints.empty() && run.checkpoints.front().write_start >=
-                                                     run.checkpoints.front().resumed;
+  const bool async = !run.checkpoints.empty() &&
+                     run.checkpoints.front().write_start >= run.checkpoints.front().resumed;
   if (v.gpu_idle_fraction >= 0.05 &&
       st.checkpoint > std::max({st.fetch, st.preprocess, st.transfer, st.sync})) {
     v.bottleneck_stage = "checkpoint";
@@ -51,14 +51,15 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
         FormatBytes(c.count ? static_cast<double>(run.checkpoints.front().bytes) : 0.0),
         FormatRate(c.bytes_per_second));
     if (!async) {
-      v.bottleneck_text += "; asynchronous checkpoints (checkpoint.mode: async) would hold the "
-                           "device only for the snapshot";
+      v.bottleneck_text +=
+          "; asynchronous checkpoints (checkpoint.mode: async) would hold the "
+          "device only for the snapshot";
     }
   } else if (v.bottleneck_stage == "fetch" && st.fetch > 0 &&
              c.fetch_stall_during_writes >= 0.25 * st.fetch) {
-    v.bottleneck_text += fmt::format(
-        "; {:.0f}% of the fetch stalls fell while checkpoint writes shared the storage",
-        100 * c.fetch_stall_during_writes / st.fetch);
+    v.bottleneck_text +=
+        fmt::format("; {:.0f}% of the fetch stalls fell while checkpoint writes shared the storage",
+                    100 * c.fetch_stall_during_writes / st.fetch);
   }
   if (c.waited_for_previous > 0) {
     v.bottleneck_text += fmt::format(
@@ -67,8 +68,8 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
         c.waited_for_previous, c.count);
   }
   if (c.failed > 0) {
-    v.bottleneck_text += fmt::format("; {} checkpoint write(s) failed and were skipped: {}",
-                                     c.failed, c.error);
+    v.bottleneck_text +=
+        fmt::format("; {} checkpoint write(s) failed and were skipped: {}", c.failed, c.error);
   }
   v.checkpoints = c;
 }

@@ -11,8 +11,8 @@
 
 namespace stallscope {
 
-Checkpointer::Checkpointer(const CheckpointOptions& options, uint64_t bytes,
-                           CheckpointStore& store, Device& device, const LoaderOptions& loader,
+Checkpointer::Checkpointer(const CheckpointOptions& options, uint64_t bytes, CheckpointStore& store,
+                           Device& device, const LoaderOptions& loader,
                            std::function<void(const std::string&)> fail)
     : options_(options),
       bytes_(bytes),
@@ -23,8 +23,8 @@ Checkpointer::Checkpointer(const CheckpointOptions& options, uint64_t bytes,
       fail_(std::move(fail)),
       schedule_(options) {
   device_.PrepareState(bytes_);
-  const bool need_buffer =
-      options_.mode == CheckpointMode::kAsync || device_.host_state() == nullptr || options_.restore;
+  const bool need_buffer = options_.mode == CheckpointMode::kAsync ||
+                           device_.host_state() == nullptr || options_.restore;
   if (need_buffer) {
     const uint64_t room = RoundUp(std::max<uint64_t>(bytes_, 1), kBlockBytes);
     buffer_.reset(static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, room)));
@@ -122,7 +122,7 @@ void Checkpointer::WriterLoop() {
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return pending_ || stop_; });
-    if (!pending_) return;  // stopping with nothing to write
+    if (!pending_) return;                         // stopping with nothing to write
     CheckpointSpan& span = spans_[pending_span_];  // not touched by the device thread meanwhile
     lock.unlock();
     span.write_start = MonotonicSeconds();

@@ -94,16 +94,16 @@ constexpr CheckpointPreset kCheckpointPresets[] = {
 };
 
 struct CheckpointOptions {
-  uint64_t every = 0;     // steps between checkpoints; 0: by `interval`
-  double interval = 0;    // seconds between checkpoints (when every is 0); both 0: none
-  uint64_t bytes = 0;     // the job's checkpoint, all ranks together (size, or model's)
-  std::string model;      // the MLPerf preset `bytes` came from; empty: size
+  uint64_t every = 0;   // steps between checkpoints; 0: by `interval`
+  double interval = 0;  // seconds between checkpoints (when every is 0); both 0: none
+  uint64_t bytes = 0;   // the job's checkpoint, all ranks together (size, or model's)
+  std::string model;    // the MLPerf preset `bytes` came from; empty: size
   CheckpointMode mode = CheckpointMode::kSync;
-  std::string path;       // a directory; empty: the scenario's simulated storage
-  bool fsync = true;      // fdatasync each file (and the directory after the rename)
-  bool direct = false;    // O_DIRECT
-  uint32_t keep = 2;      // checkpoints kept per rank
-  bool restore = false;   // read the newest checkpoint back before the first step
+  std::string path;          // a directory; empty: the scenario's simulated storage
+  bool fsync = true;         // fdatasync each file (and the directory after the rename)
+  bool direct = false;       // O_DIRECT
+  uint32_t keep = 2;         // checkpoints kept per rank
+  bool restore = false;      // read the newest checkpoint back before the first step
   uint64_t block = 1 << 20;  // bytes per write (and restore read)
   uint32_t io_depth = 8;     // writes in flight
   // simulate only: the write rate of `path`'s directory (bench-checkpoint measures it);
@@ -123,7 +123,8 @@ struct CheckpointOptions {
 // The pipeline and the simulator both ask it.
 class CheckpointSchedule {
  public:
-  explicit CheckpointSchedule(const CheckpointOptions& o) : every_(o.every), interval_(o.interval) {}
+  explicit CheckpointSchedule(const CheckpointOptions& o)
+      : every_(o.every), interval_(o.interval) {}
   void Start(double first_step_start) { last_ = first_step_start; }
   // After step `step` (0-based) ended at `end`.
   bool Due(uint64_t step, double end) {

@@ -136,8 +136,8 @@ struct CheckpointSpan {
   double start = 0;    // the device thread began it (the step had ended)
   double resumed = 0;  // the device could go on: sync, the write done; async, the snapshot taken
   double write_start = 0, write_end = 0;  // async: on the writer thread, beside the next steps
-  bool waited_for_previous = false;  // async: the previous write had not finished yet
-  int error = 0;                     // errno of a write that failed (loader.on_error skip)
+  bool waited_for_previous = false;       // async: the previous write had not finished yet
+  int error = 0;                          // errno of a write that failed (loader.on_error skip)
 };
 
 // checkpoint.restore: the newest checkpoint read back before the first step.

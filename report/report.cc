@@ -156,9 +156,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
                           {"fetch_stall_during_writes_seconds", c.fetch_stall_during_writes}};
     if (!c.error.empty()) out["checkpoints"]["error"] = c.error;
     if (c.restore.done) {
-      out["checkpoints"]["restore"] = {{"step", c.restore.step},
-                                       {"bytes", c.restore.bytes},
-                                       {"seconds", c.restore.seconds}};
+      out["checkpoints"]["restore"] = {
+          {"step", c.restore.step}, {"bytes", c.restore.bytes}, {"seconds", c.restore.seconds}};
     }
   }
   if (v.partial) out["partial"] = true;

@@ -43,6 +43,7 @@ RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_samp
 
 SimulationResult RankLoop::Go() {
   Setup();
+  SetupCheckpoints();
   const double wall0 = MonotonicSeconds();
   // The start: every rank fetches as far as it may.
   for (uint32_t r = 0; r < ranks_.size(); ++r) TryFetch(r, 0.0);
@@ -207,7 +208,6 @@ void RankLoop::Setup() {
   copied_count_.assign(total_, 0);
   epoch_snapshots_.assign(s_.run.epochs + 1, {});
   snapshot_taken_.assign(s_.run.epochs + 1, 0);
-  SetupCheckpoints();
 }
 
 const std::vector<uint64_t>& RankLoop::Order(uint64_t epoch) {

@@ -73,9 +73,9 @@ class RankLoop {
     uint64_t rank_bytes = 0;
     uint64_t blocks = 0, block = 0, last = 0;  // each rank's writes
     uint32_t depth = 1;
-    int model = 0;              // models_ index: 0 = the storage (storage.write.shared)
-    double snapshot = 0;        // seconds the device waits for a snapshot
-    bool blocking = false;      // the device waits for a checkpoint
+    int model = 0;                // models_ index: 0 = the storage (storage.write.shared)
+    double snapshot = 0;          // seconds the device waits for a snapshot
+    bool blocking = false;        // the device waits for a checkpoint
     bool snapshot_waits = false;  // async: the next snapshot waits for the writes in flight
     uint32_t pending_ranks = 0;   // ranks with writes left
     std::vector<uint64_t> left, inflight;  // per rank

@@ -141,9 +141,8 @@ void RankLoop::TryStep(double t) {
       if (b > s_.run.warmup_steps) rank_stalls_[r].AddCharged(split);  // the measured window
     }
     const double n = static_cast<double>(ranks_.size());
-    rec.ranks_split =
-        StageSeconds{mean.fetch / n,    mean.preprocess / n, mean.transfer / n,
-                     mean.sync / n,     mean.checkpoint / n, 0};
+    rec.ranks_split = StageSeconds{mean.fetch / n, mean.preprocess / n, mean.transfer / n,
+                                   mean.sync / n,  mean.checkpoint / n, 0};
   }
   rec.step_end = t + s_.gpu.step_time;
   rec.step_busy = s_.gpu.step_time;

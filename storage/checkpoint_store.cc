@@ -190,8 +190,8 @@ void DirectoryCheckpointStore::Write(uint64_t step, std::span<const std::byte> d
                           -negative);
   };
   Fd f;
-  f.fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (options_.direct ? O_DIRECT : 0),
-              0644);
+  f.fd = open(tmp.c_str(),
+              O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (options_.direct ? O_DIRECT : 0), 0644);
   if (f.fd < 0) fail("cannot create", -errno);
   std::vector<Piece> pieces;
   pieces.push_back({0, header.get(), kBlockBytes});
@@ -246,10 +246,9 @@ void DirectoryCheckpointStore::Read(uint64_t step, std::span<std::byte> dst) {
                           EINVAL);
   }
   if (h.bytes != dst.size()) {
-    throw CheckpointError(
-        fmt::format("checkpoint: {} holds {} but this run's checkpoint is {}", name,
-                    FormatBytes(h.bytes), FormatBytes(dst.size())),
-        EINVAL);
+    throw CheckpointError(fmt::format("checkpoint: {} holds {} but this run's checkpoint is {}",
+                                      name, FormatBytes(h.bytes), FormatBytes(dst.size())),
+                          EINVAL);
   }
   const uint64_t on_disk = options_.direct ? RoundUp(dst.size(), kBlockBytes) : dst.size();
   std::vector<Piece> pieces;

@@ -160,9 +160,7 @@ class SimulatedStorage::Engine {
   };
   static constexpr uint64_t kJobToken = 1ULL << 63;  // model tokens of a Job's blocks
 
-  StorageModel& JobModel() {
-    return job_->write && write_model_ ? *write_model_ : model_;
-  }
+  StorageModel& JobModel() { return job_->write && write_model_ ? *write_model_ : model_; }
 
   // Engine thread: keeps `depth` of the job's blocks in flight.
   void FeedJob(double now) {
@@ -227,8 +225,9 @@ class SimulatedStorage::Engine {
       }
       r.callback->OnReadComplete(r.request, c.result);
     }
-    const double next = std::min(
-        model_.NextEventTime(), write_model_ ? write_model_->NextEventTime() : StorageModel::kNever);
+    const double next =
+        std::min(model_.NextEventTime(),
+                 write_model_ ? write_model_->NextEventTime() : StorageModel::kNever);
     if (next != StorageModel::kNever && (!armed_ || next < armed_at_)) {
       armed_ = true;
       armed_at_ = next;

@@ -35,8 +35,7 @@ constexpr double kCheckpointBytes = 32.0 * (1 << 20);
 int InWindow(int every) { return 100 / every - (100 % every == 0 ? 1 : 0); }
 
 TEST(Checkpoint, SyncHoldsTheDeviceSizeOverBandwidthPerCheckpoint) {
-  const VariantResult v =
-      RunYaml(kBase + "checkpoint: {every: 20, size: 32MiB, mode: sync}\n");
+  const VariantResult v = RunYaml(kBase + "checkpoint: {every: 20, size: 32MiB, mode: sync}\n");
   ASSERT_TRUE(v.checkpoints);
   EXPECT_EQ(v.checkpoints->count, 5u);
   const double expected = kCheckpointBytes / kWriteBandwidth;  // 0.168 s
@@ -49,8 +48,7 @@ TEST(Checkpoint, SyncHoldsTheDeviceSizeOverBandwidthPerCheckpoint) {
 
 TEST(Checkpoint, AsyncHoldsTheDeviceOnlyForTheSnapshot) {
   // A write takes 0.168 s, the checkpoints come every 0.3 s: each write ends in time.
-  const VariantResult v =
-      RunYaml(kBase + "checkpoint: {every: 30, size: 32MiB, mode: async}\n");
+  const VariantResult v = RunYaml(kBase + "checkpoint: {every: 30, size: 32MiB, mode: async}\n");
   ASSERT_TRUE(v.checkpoints);
   EXPECT_EQ(v.checkpoints->count, 3u);
   EXPECT_EQ(v.checkpoints->waited_for_previous, 0u);
@@ -88,9 +86,9 @@ TEST(Checkpoint, SimulatedSyncAddsSizeOverBandwidthAndAsyncOnlyTheSnapshot) {
 // MLPerf Storage v2.0's Llama 3 1T checkpoint (18 TB) from 1,024 ranks to 1 TB/s: 18 s a
 // checkpoint, three in the window (the scenario's header works it out).
 TEST(Checkpoint, LlamaOneTrillionAtClusterScaleMatchesItsClosedForm) {
-  const Scenario s = ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) +
-                                        "/mlperf/llama3_1t_checkpoint.yaml")
-                         .Resolve("sync");
+  const Scenario s =
+      ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/mlperf/llama3_1t_checkpoint.yaml")
+          .Resolve("sync");
   Simulator sim;
   const VariantResult v = sim.RunVariant(s);
   ASSERT_TRUE(v.checkpoints);
@@ -137,7 +135,8 @@ storage: {kind: simulated, bandwidth: 1GB/s}
 loader: {batch_size: 20, prefetch: 2, workers: 1, preprocess: none}
 gpu: {device: emulated, step_time: 5ms}
 run: {epochs: 1}
-checkpoint: {size: )" + size + ", path: " + dir + ", " + extra + "}\n");
+checkpoint: {size: )" + size +
+                                   ", path: " + dir + ", " + extra + "}\n");
   }
   // The steps of the complete checkpoints in `dir` (file names only: a store would clear the
   // temporaries of a run still writing).
@@ -160,9 +159,10 @@ TEST_F(CheckpointFiles, KeepsTheNewestAndRestoresTheLatestVerified) {
   // 100 steps, a checkpoint after every tenth: steps 10 … 100 written, the newest two kept.
   EXPECT_EQ(Steps(dir), (std::vector<uint64_t>{90, 100}));
   const std::string json = (dir_.path() / "r.json").string();
-  const Result r =
-      Stallscope("run " + s + " --quiet --set checkpoint.restore=true --set run.max_steps=5 "
-                 "--json " + json);
+  const Result r = Stallscope("run " + s +
+                              " --quiet --set checkpoint.restore=true --set run.max_steps=5 "
+                              "--json " +
+                              json);
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json c = nlohmann::json::parse(std::ifstream(json))["variants"][0]["checkpoints"];
   EXPECT_EQ(c["restore"]["step"], 100);
@@ -244,8 +244,8 @@ TEST_F(CheckpointFiles, AFullDiskMidRunFollowsOnError) {
       while (!done && f.write(block.data(), block.size())) {
       }
     });
-    const Result r = Stallscope("run " + s + " --quiet --json " + json +
-                                " --set loader.on_error=" + mode);
+    const Result r =
+        Stallscope("run " + s + " --quiet --json " + json + " --set loader.on_error=" + mode);
     done = true;
     filler.join();
     std::filesystem::remove(mnt + "/filler");
@@ -277,14 +277,17 @@ gpu: {step_time: 1ms}
   ExpectBadInput(Stallscope("run " + Write("n.yaml", base + "checkpoint: {size: 1MiB}")),
                  "needs every");
   const std::string dir = (dir_.path() / "none").string();
-  ExpectBadInput(Stallscope("run " + Write("r.yaml", base + "checkpoint: {every: 5, size: 1MiB, "
-                                                            "restore: true, path: " +
-                                                            dir + "}")),
+  ExpectBadInput(Stallscope("run " + Write("r.yaml", base +
+                                                         "checkpoint: {every: 5, size: 1MiB, "
+                                                         "restore: true, path: " +
+                                                         dir + "}")),
                  "checkpoint.restore: no checkpoint of rank 0 in " + dir);
   // Far more than any disk here holds: refused before the first write, naming the key.
   const std::string big = (dir_.path() / "big").string();
-  ExpectBadInput(Stallscope("run " + Write("b.yaml", base + "checkpoint: {every: 5, size: 1000TiB, "
-                                                            "path: " + big + "}")),
+  ExpectBadInput(Stallscope("run " + Write("b.yaml", base +
+                                                         "checkpoint: {every: 5, size: 1000TiB, "
+                                                         "path: " +
+                                                         big + "}")),
                  "checkpoint.size");
   EXPECT_TRUE(std::filesystem::is_empty(big));
 }
