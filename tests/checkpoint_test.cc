@@ -2,10 +2,12 @@
 // bandwidth B (so a synchronous checkpoint of S bytes holds the device S / B), a write that
 // takes longer than the time between asynchronous checkpoints, the files a killed run leaves,
 // a filesystem that fills up mid-run, and the bad inputs the issue names.
+#include <fmt/format.h>
 #include <sys/mount.h>
 
 #include <cmath>
 
+#include "base/clock.h"
 #include "sim/simulator.h"
 #include "storage/checkpoint_store.h"
 #include "tests/cli_util.h"
@@ -122,6 +124,59 @@ variants:
                 real.stall.checkpoint, simulated.stall.checkpoint);
     EXPECT_NEAR(real.gpu_idle_fraction, simulated.gpu_idle_fraction, 0.03) << variant;
     EXPECT_GT(real.gpu_idle_fraction, 0.05) << variant << ": the checkpoints must cost something";
+  }
+}
+
+// A real directory: its write rate measured first with the store alone (five 32 MiB
+// checkpoints, O_DIRECT and fsync, the median), then real runs that checkpoint there against
+// `simulate` told that rate (checkpoint.bandwidth); the simulator is told nothing else about
+// the disk. Disabled in the suite: this VM's disk wrote 119 to 517 MB/s from one run to the
+// next (2026-12-02), so the prediction from one measurement missed by up to 20 pp; run it by
+// hand on a steadier disk with --gtest_also_run_disabled_tests.
+TEST(Checkpoint, DISABLED_SimulateAgreesWithRealRunsOnARealDirectory) {
+  testing::ScratchDir dir("ckdir");
+  const std::string path = (dir.path() / "ck").string();
+  constexpr uint64_t kBytes = 32 << 20;
+  double rate = 0;
+  {
+    DirectoryCheckpointStore store(
+        {.path = path, .fsync = true, .direct = true, .keep = 1, .block = 1 << 20, .depth = 8});
+    std::unique_ptr<std::byte[], decltype(&std::free)> buf(
+        static_cast<std::byte*>(std::aligned_alloc(4096, kBytes)), &std::free);
+    std::memset(buf.get(), 0x5a, kBytes);
+    std::vector<double> rates;
+    for (int i = 0; i < 5; ++i) {
+      const double t0 = MonotonicSeconds();
+      store.Write(i + 1, {buf.get(), kBytes});
+      rates.push_back(kBytes / (MonotonicSeconds() - t0));
+    }
+    std::sort(rates.begin(), rates.end());
+    rate = rates[2];
+  }
+  std::filesystem::remove_all(path);
+  // Storage with room to spare for the reads; a checkpoint every 10 steps of 10 ms.
+  const std::string yaml = fmt::format(R"(name: ckdir
+dataset: {{samples: 3200, sample_size: 16KiB}}
+storage: {{kind: simulated, bandwidth: 400MB/s}}
+loader: {{batch_size: 32, prefetch: 4, workers: 1, preprocess: none}}
+gpu: {{device: emulated, step_time: 10ms}}
+run: {{epochs: 1}}
+checkpoint: {{every: 10, size: 32MiB, path: {}, direct: true, keep: 1, bandwidth: {:.0f}B/s}}
+variants:
+  sync: {{}}
+  async: {{checkpoint.mode: async}}
+)",
+                                       path, rate);
+  Simulator sim;
+  for (const std::string variant : {"sync", "async"}) {
+    const VariantResult real = RunYaml(yaml, variant);
+    const VariantResult simulated = sim.RunVariant(ScenarioFromYaml(yaml, variant));
+    std::printf(
+        "%s (directory at %.0f MB/s alone, %.0f MB/s in the run): idle real %.1f%% simulated "
+        "%.1f%%\n",
+        variant.c_str(), rate / 1e6, real.checkpoints->bytes_per_second / 1e6,
+        real.gpu_idle_fraction * 100, simulated.gpu_idle_fraction * 100);
+    EXPECT_NEAR(real.gpu_idle_fraction, simulated.gpu_idle_fraction, 0.03) << variant;
   }
 }
 
