@@ -289,7 +289,14 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   YAML::Node cost = top.Get("cost");
   if (cost.IsDefined() && !cost.IsNull()) {
     Section c(ctx, cost, "cost");
-    sc.gpu_hour_cost = c.Number("gpu_hour", 0, 0, 1e9);
+    if (cost["gpu_hour"].IsDefined()) sc.gpu_hour_cost = c.Number("gpu_hour", 0, 0, 1e9);
+    auto price = [&](const char* key, std::optional<double>& out) {
+      if (cost[key].IsDefined()) out = c.Number(key, 0, 0, 1e9);
+    };
+    price("ram_gib_day", sc.prices.ram_gib_day);
+    price("disk_gib_day", sc.prices.disk_gib_day);
+    price("storage_gbps_day", sc.prices.storage_gbps_day);
+    price("core_day", sc.prices.core_day);
     c.Finish();
   }
   top.Get("variants");  // read by ScenarioFile
@@ -432,13 +439,12 @@ std::vector<std::string> ScenarioFile::variant_names() const {
   return variant_names_;
 }
 
-Scenario ScenarioFile::Resolve(const std::string& variant,
-                               const std::vector<Override>& sets) const {
+YAML::Node ScenarioFile::Applied(const std::string& variant, const std::vector<Override>& sets,
+                                 std::vector<Override>& all) const {
   // A fresh parse per resolution: overrides edit the tree, and yaml-cpp's Clone() drops the
   // line/column marks that error messages need.
   YAML::Node root = ParseYaml(text_, path_);
   const auto variants = VariantsOf(root, path_);
-  std::vector<Override> all;
   if (!variants.empty() || variant != "base") {
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const auto& v) { return v.first == variant; });
@@ -456,9 +462,26 @@ Scenario ScenarioFile::Resolve(const std::string& variant,
   }
   const Context ctx{path_, &all};
   for (const Override& o : all) Apply(ctx, root, o);
-  Scenario sc = Convert(ctx, root);
+  return root;
+}
+
+Scenario ScenarioFile::Resolve(const std::string& variant,
+                               const std::vector<Override>& sets) const {
+  std::vector<Override> all;
+  const YAML::Node root = Applied(variant, sets, all);
+  Scenario sc = Convert(Context{path_, &all}, root);
   sc.variant = variant;
   return sc;
+}
+
+std::string ScenarioFile::Emit(const std::string& variant,
+                               const std::vector<Override>& sets) const {
+  std::vector<Override> all;
+  YAML::Node root = Applied(variant, sets, all);
+  root.remove("variants");
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
 }
 
 void CheckFaults(const Scenario& s) {

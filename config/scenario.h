@@ -81,6 +81,12 @@ struct Scenario {
   ClusterOptions cluster;
   CheckpointOptions checkpoint;         // pipeline/options.h; not enabled() = no checkpoints
   std::optional<double> gpu_hour_cost;  // cost.gpu_hour, USD
+  // cost.*: what the changes `advise` weighs cost, USD per day (none given: unpriced).
+  struct Prices {
+    std::optional<double> ram_gib_day, disk_gib_day, storage_gbps_day, core_day;
+    bool any() const { return ram_gib_day || disk_gib_day || storage_gbps_day || core_day; }
+    bool operator==(const Prices&) const = default;
+  } prices;
 
   // The options one Pipeline of this scenario runs with.
   PipelineOptions pipeline() const { return {.seed = seed, .loader = loader, .run = run}; }
@@ -111,8 +117,14 @@ class ScenarioFile {
 
   // The scenario for `variant` with `sets` applied on top. Throws ScenarioError.
   Scenario Resolve(const std::string& variant, const std::vector<Override>& sets = {}) const;
+  // The same as a scenario file of its own (YAML, no variants): what `advise --write` saves.
+  std::string Emit(const std::string& variant, const std::vector<Override>& sets = {}) const;
 
  private:
+  // The document with the variant's and `sets`' overrides applied; `all` gets them.
+  YAML::Node Applied(const std::string& variant, const std::vector<Override>& sets,
+                     std::vector<Override>& all) const;
+
   std::string path_;
   std::string text_;
   std::vector<std::string> variant_names_;

@@ -1,0 +1,166 @@
+// `advise`: the current state, the ranked changes that reach the target (predicted by the
+// simulator), the --set lines to paste; --json, --write, --verify.
+#include "app/advise_command.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/resolve.h"
+#include "app/runner.h"
+#include "base/errors.h"
+#include "base/units.h"
+#include "gpu/emulated_device.h"
+#include "sim/advise.h"
+
+namespace stallscope {
+namespace {
+
+std::string Pct(double x) { return fmt::format("{:.1f}%", x * 100); }
+
+std::string SetLines(const AdvisePoint& p) {
+  std::string s;
+  for (const AdviseChange& c : p.changes) {
+    s += fmt::format("{}--set '{}={}'", s.empty() ? "" : " ", c.key, c.value);
+  }
+  return s;
+}
+
+std::string Cost(const AdvisePoint& p) {
+  std::string s =
+      p.priced ? fmt::format("${:.2f}/day", p.cost_per_day) : fmt::format("size {:.0f}", p.size);
+  if (p.saves_per_day != 0) s += fmt::format(", saves ${:.2f}/day of idle", p.saves_per_day);
+  return s;
+}
+
+nlohmann::json PointJson(const AdvisePoint& p) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const AdviseChange& c : p.changes) {
+    changes.push_back({{"key", c.key}, {"value", c.value}, {"text", c.text}, {"rung", c.rung}});
+  }
+  return {{"changes", changes},
+          {"gpu_idle_fraction", p.idle},
+          {"au", p.au},
+          {"bottleneck", p.bottleneck},
+          {"verdict", p.verdict},
+          {"reaches", p.reaches},
+          {"size", p.size},
+          {"cost_per_day", p.priced ? nlohmann::json(p.cost_per_day) : nlohmann::json(nullptr)},
+          {"saves_per_day", p.saves_per_day}};
+}
+
+// A real run (emulated device) of the scenario with the point's changes.
+double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p) {
+  std::vector<Override> sets = o.sets;
+  for (const AdviseChange& c : p.changes) sets.push_back(ParseSetArgument(c.key + "=" + c.value));
+  sets.push_back(ParseSetArgument("gpu.device=emulated"));
+  const Scenario s = file.Resolve(o.variant, sets);
+  auto storage = MakeStorage(s, true);
+  EmulatedDevice device(s.gpu.step_time);
+  return RunVariant(s, *storage, device, RunHooks{.quiet = true}).gpu_idle_fraction;
+}
+
+}  // namespace
+
+int AdviseCommand(const AdviseCommandOptions& c) {
+  if (c.au.has_value() == c.idle.has_value()) {
+    throw BadInput("advise: give the target as --au A or --idle I (one of them)");
+  }
+  const double target = c.idle ? *c.idle : 1 - *c.au;
+  const double given = c.idle ? *c.idle : *c.au;
+  if (!(given > 0 && given < 1)) {
+    throw BadInput(
+        fmt::format("advise: {} {} is outside (0, 1)", c.idle ? "--idle" : "--au", given));
+  }
+  const ScenarioFile file = ScenarioFile::Load(c.scenario);
+  AdviseOptions o;
+  o.variant = c.variant.empty() ? file.variant_names().front() : c.variant;
+  o.sets = ParseSets(c.sets);
+  o.target_idle = target;
+  o.knobs = c.knobs;
+  o.max_simulations = c.max_simulations;
+  const Scenario base = file.Resolve(o.variant, o.sets);  // a bad variant or key: exit 2 here
+  CheckSimulatable(base);
+  if (c.verify && base.cluster.nodes * base.cluster.gpus_per_node != 1) {
+    throw BadInput("advise --verify: runs one rank on this host; the scenario's cluster has " +
+                   std::to_string(base.cluster.nodes * base.cluster.gpus_per_node));
+  }
+  Simulator sim;
+  const AdviseResult r = Advise(file, o, sim);
+  const AdvisePoint& now = r.current;
+  std::printf("%s (%s): GPU idle %s, AU %s — %s\n", base.name.c_str(), o.variant.c_str(),
+              Pct(now.idle).c_str(), Pct(now.au).c_str(), now.verdict.c_str());
+  std::printf(
+      "target: idle <= %s (AU >= %s); %llu simulations of a space of %llu points "
+      "(knobs: %s)\n",
+      Pct(target).c_str(), Pct(1 - target).c_str(), static_cast<unsigned long long>(r.simulations),
+      static_cast<unsigned long long>(r.space),
+      fmt::format("{}", fmt::join(r.knobs, ", ")).c_str());
+  if (now.reaches) {
+    std::printf("the scenario already reaches the target: nothing to change\n");
+  } else if (r.ranked.empty()) {
+    const AdvisePoint& best = r.points[r.closest];
+    std::printf(
+        "nothing in the space reaches the target; closest: idle %s with %s\n  %s\n  why: %s\n",
+        Pct(best.idle).c_str(), best.changes.empty() ? "no change" : SetLines(best).c_str(),
+        Cost(best).c_str(), best.verdict.c_str());
+  } else {
+    std::printf("\n");
+    for (size_t k = 0; k < std::min<size_t>(c.top, r.ranked.size()); ++k) {
+      const AdvisePoint& p = r.points[r.ranked[k]];
+      std::string what;
+      for (const AdviseChange& ch : p.changes) what += (what.empty() ? "" : " + ") + ch.text;
+      std::printf("%zu. %s\n   idle %s, AU %s (predicted), %s; removes %s-bound (now %s)\n   %s\n",
+                  k + 1, what.c_str(), Pct(p.idle).c_str(), Pct(p.au).c_str(), Cost(p).c_str(),
+                  now.bottleneck.c_str(), p.bottleneck.c_str(), SetLines(p).c_str());
+    }
+  }
+  const AdvisePoint* top = r.ranked.empty() ? nullptr : &r.points[r.ranked.front()];
+  nlohmann::json verify;
+  if (c.verify) {
+    const double real_now = Measure(file, o, now);
+    std::fflush(stdout);
+    std::printf("\nverify (real runs, emulated device): current predicted %s, measured %s",
+                Pct(now.idle).c_str(), Pct(real_now).c_str());
+    verify = {{"current", {{"predicted", now.idle}, {"measured", real_now}}}};
+    if (top) {
+      const double real_top = Measure(file, o, *top);
+      std::printf("; top change predicted %s, measured %s", Pct(top->idle).c_str(),
+                  Pct(real_top).c_str());
+      verify["top"] = {{"predicted", top->idle}, {"measured", real_top}};
+    }
+    std::printf("\n");
+  }
+  if (!c.write.empty() && top) {
+    std::vector<Override> sets = o.sets;
+    for (const AdviseChange& ch : top->changes) {
+      sets.push_back(ParseSetArgument(ch.key + "=" + ch.value));
+    }
+    std::ofstream out(c.write);
+    out << "# " << base.name << " (" << o.variant
+        << ") with stallscope advise's top change: " << SetLines(*top) << "\n"
+        << file.Emit(o.variant, sets);
+    if (!out) throw BadInput(c.write + ": cannot write the --write file");
+    if (!c.quiet) std::fprintf(stderr, "wrote %s\n", c.write.c_str());
+  }
+  if (!c.json.empty()) {
+    nlohmann::json doc = {
+        {"scenario", base.name}, {"variant", o.variant},         {"mode", "advise"},
+        {"target_idle", target}, {"simulations", r.simulations}, {"space", r.space},
+        {"knobs", r.knobs},      {"current", PointJson(now)}};
+    nlohmann::json all = nlohmann::json::array(), ranked = nlohmann::json::array();
+    for (const AdvisePoint& p : r.points) all.push_back(PointJson(p));
+    for (size_t i : r.ranked) ranked.push_back(i);
+    doc["candidates"] = all;
+    doc["ranked"] = ranked;  // indexes into candidates
+    if (!verify.is_null()) doc["verify"] = verify;
+    std::ofstream out(c.json);
+    out << doc.dump(2) << "\n";
+    if (!out) throw BadInput(c.json + ": cannot write the --json file");
+  }
+  return 0;
+}
+
+}  // namespace stallscope

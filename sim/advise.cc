@@ -1,0 +1,362 @@
+#include "sim/advise.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "base/errors.h"
+#include "base/units.h"
+#include "sim/rank_loop.h"
+
+namespace stallscope {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+// A knob: its name and its ladder of rungs (each a change from the scenario).
+struct Knob {
+  std::string name;
+  std::vector<std::vector<std::pair<std::string, std::string>>> sets;  // per rung
+  std::vector<AdviseChange> rungs;
+};
+
+std::string TierYaml(const TierOptions& t) {
+  std::string y = fmt::format("{{kind: {}, policy: {}", NameOf(t.kind), NameOf(t.policy));
+  if (t.kind != TierKind::kDistributed) y += fmt::format(", capacity: {}", t.capacity);
+  if (!t.path.empty()) y += fmt::format(", path: \"{}\"", t.path);
+  if (t.clear) y += ", clear: true";
+  if (t.overcommit) y += ", overcommit: true";
+  if (t.kind == TierKind::kDisk) {
+    y += fmt::format(", bandwidth: {:.0f}B/s, latency: {:.9f}s", t.read_bandwidth, t.read_latency);
+  }
+  return y + "}";
+}
+
+int MemoryTier(const Scenario& s) {
+  for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
+    if (s.cache_tiers[i].kind == TierKind::kMemory) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Adds a rung that sets `key` to `value`.
+void Rung(Knob& k, const std::string& key, const std::string& value, const std::string& text,
+          AdviseChange extra = {}) {
+  extra.key = key;
+  extra.value = value;
+  extra.text = text;
+  extra.rung = static_cast<int>(k.rungs.size());
+  k.rungs.push_back(extra);
+  k.sets.push_back({{key, value}});
+}
+
+std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
+  std::vector<Knob> knobs;
+  const double nodes = s.cluster.nodes;
+  const int mem = MemoryTier(s);
+  // A distributed tier first: it rewrites cache.tiers, which the other cache knobs then edit.
+  if (s.cluster.nodes > 1 && mem >= 0 && !s.has_distributed_tier()) {
+    Knob k{"distributed"};
+    std::string list;
+    for (const TierOptions& t : s.cache_tiers) list += TierYaml(t) + ", ";
+    Rung(k, "cache.tiers", "[" + list + "{kind: distributed}]",
+         "a distributed tier: the nodes' RAM tiers serve each other's misses");
+    if (s.cluster.network_bandwidth <= 0) {
+      k.sets.back().emplace_back("cluster.network_bandwidth",
+                                 fmt::format("{:.0f}B/s", s.cluster.node.nic));
+    }
+    knobs.push_back(k);
+  }
+  {
+    Knob k{"prefetch"};
+    uint32_t v = s.loader.prefetch;
+    for (int i = 0; i < 4; ++i) {
+      v = v == 0 ? 1 : std::min<uint32_t>(v * 2, kMaxPrefetch);
+      if (!k.rungs.empty() && k.rungs.back().value == std::to_string(v)) break;
+      Rung(k, "loader.prefetch", std::to_string(v),
+           fmt::format("loader.prefetch {} → {}", s.loader.prefetch, v));
+    }
+    knobs.push_back(k);
+  }
+  {
+    Knob k{"workers"};
+    const uint32_t w = std::max<uint32_t>(s.loader.workers, 1);
+    for (uint32_t v : {w + 1, w * 2, w * 4}) {
+      v = std::min(v, kMaxWorkers);
+      if (v <= w || (!k.rungs.empty() && std::stoul(k.rungs.back().value) >= v)) continue;
+      Rung(k, "loader.workers", std::to_string(v), fmt::format("loader.workers {} → {}", w, v));
+    }
+    knobs.push_back(k);
+  }
+  if (dataset_bytes > 0) {
+    Knob k{"ram"};
+    const uint64_t have = mem >= 0 ? s.cache_tiers[mem].capacity : 0;
+    for (double f : {0.25, 0.5, 1.1}) {
+      const uint64_t cap = static_cast<uint64_t>(std::ceil(dataset_bytes * f / 1048576.0)) << 20;
+      if (cap <= have) continue;
+      AdviseChange c;
+      c.ram_gib = (cap - have) / kGiB * nodes;
+      const std::string text =
+          mem >= 0
+              ? fmt::format("RAM tier {} → {}", FormatBinaryBytes(have), FormatBinaryBytes(cap))
+              : fmt::format("a RAM tier of {} (fill-once), {:.0f}% of the dataset",
+                            FormatBinaryBytes(cap), std::min(f, 1.0) * 100);
+      if (mem >= 0) {
+        Rung(k, fmt::format("cache.tiers.{}.capacity", mem), std::to_string(cap), text, c);
+      } else if (s.cache_tiers.empty()) {
+        Rung(k, "cache.tiers",
+             fmt::format("[{{kind: memory, capacity: {}, policy: fill-once}}]", cap), text, c);
+      }
+    }
+    if (!k.rungs.empty()) knobs.push_back(k);
+  }
+  if (mem >= 0 && s.cache_tiers[mem].policy != PolicyKind::kFillOnce) {
+    Knob k{"policy"};
+    Rung(k, fmt::format("cache.tiers.{}.policy", mem), "fill-once",
+         fmt::format("RAM tier policy {} → fill-once", NameOf(s.cache_tiers[mem].policy)));
+    knobs.push_back(k);
+  }
+  const double bw = s.storage.model.bandwidth_bytes_per_second;
+  if (s.storage.kind == StorageKind::kSimulated && bw > 0) {
+    Knob k{"bandwidth"};
+    for (double f : {1.5, 2.0, 4.0}) {
+      AdviseChange c;
+      c.storage_gbps = bw * (f - 1) / 1e9;
+      Rung(k, "storage.bandwidth", fmt::format("{:.0f}B/s", bw * f),
+           fmt::format("faster storage: {} → {}", FormatRate(bw), FormatRate(bw * f)), c);
+    }
+    knobs.push_back(k);
+  }
+  {
+    Knob k{"cores"};
+    const uint32_t c0 = s.cluster.node.cores;
+    for (uint32_t f : {2u, 4u}) {
+      AdviseChange c;
+      c.cores = static_cast<double>(c0) * (f - 1) * nodes;
+      Rung(k, "cluster.node.cores", std::to_string(c0 * f),
+           fmt::format("cluster.node.cores {} → {}", c0, c0 * f), c);
+    }
+    knobs.push_back(k);
+  }
+  if (s.cluster.nodes > 1 && s.storage.kind == StorageKind::kSimulated) {
+    Knob k{"nic"};
+    Rung(k, "cluster.node.nic", fmt::format("{:.0f}B/s", s.cluster.node.nic * 2),
+         fmt::format("cluster.node.nic {} → {}", FormatRate(s.cluster.node.nic),
+                     FormatRate(s.cluster.node.nic * 2)));
+    knobs.push_back(k);
+  }
+  return knobs;
+}
+
+// The search's state: the space, and every point simulated so far.
+class Search {
+ public:
+  Search(const ScenarioFile& file, const AdviseOptions& o, Simulator& sim)
+      : file_(file), o_(o), sim_(sim) {
+    base_ = file.Resolve(o.variant, o.sets);
+    uint64_t bytes = 0;
+    for (uint64_t b : LoadDataset(base_).sizes) bytes += b;
+    for (Knob& k : KnobsOf(base_, bytes)) {
+      if (o.knobs.empty() || std::count(o.knobs.begin(), o.knobs.end(), k.name)) {
+        knobs_.push_back(std::move(k));
+      }
+    }
+    result_.space = 1;
+    for (const Knob& k : knobs_) {
+      result_.space *= k.rungs.size() + 1;
+      result_.knobs.push_back(k.name);
+    }
+    budget_ = o.max_simulations ? o.max_simulations : std::max<uint64_t>(20, result_.space / 10);
+  }
+
+  using Point = std::vector<int>;  // per knob: its rung, -1 = unchanged
+
+  // The point's index in result_.points (simulating it the first time); -1 past the budget
+  // or where the scenario cannot be simulated (a RAM tier larger than the node's memory).
+  int Eval(const Point& p, bool unbudgeted = false) {
+    if (auto it = seen_.find(p); it != seen_.end()) return it->second;
+    if (!unbudgeted && result_.simulations >= budget_) return -1;
+    AdvisePoint out;
+    std::vector<Override> sets = o_.sets;
+    for (size_t k = 0; k < knobs_.size(); ++k) {
+      if (p[k] < 0) continue;
+      out.changes.push_back(knobs_[k].rungs[p[k]]);
+      for (const auto& [key, value] : knobs_[k].sets[p[k]]) {
+        sets.push_back(ParseSetArgument(key + "=" + value));
+      }
+    }
+    ++result_.simulations;
+    try {
+      const VariantResult v = sim_.RunVariant(file_.Resolve(o_.variant, sets));
+      out.idle = v.gpu_idle_fraction;
+      out.au = v.au;
+      out.bottleneck = v.bottleneck_stage;
+      out.verdict = v.bottleneck_text;
+    } catch (const BadInput&) {
+      seen_[p] = -1;
+      return -1;
+    }
+    Price(out);
+    result_.points.push_back(std::move(out));
+    return seen_[p] = static_cast<int>(result_.points.size() - 1);
+  }
+
+  double Idle(int i) const { return i < 0 ? 2.0 : result_.points[i].idle; }
+
+  AdviseResult Run();
+  AdviseResult RunAll();
+
+ private:
+  void Price(AdvisePoint& p) const {
+    const auto& pr = base_.prices;
+    p.reaches = p.idle <= o_.target_idle + 1e-12;
+    p.priced = pr.any();
+    for (const AdviseChange& c : p.changes) {
+      p.size += 1 + c.rung;
+      p.cost_per_day +=
+          c.ram_gib * pr.ram_gib_day.value_or(0) + c.disk_gib * pr.disk_gib_day.value_or(0) +
+          c.storage_gbps * pr.storage_gbps_day.value_or(0) + c.cores * pr.core_day.value_or(0);
+    }
+  }
+  void Finish();
+
+  const ScenarioFile& file_;
+  const AdviseOptions& o_;
+  Simulator& sim_;
+  Scenario base_;
+  std::vector<Knob> knobs_;
+  std::map<Point, int> seen_;
+  AdviseResult result_;
+  uint64_t budget_ = 0;
+};
+
+AdviseResult Search::Run() {
+  const size_t K = knobs_.size();
+  const Point none(K, -1);
+  const int base = Eval(none, true);
+  if (base < 0) throw BadInput("advise: the scenario itself cannot be simulated");
+  const bool done = result_.points[base].reaches;
+  // 1. Each knob alone, up its ladder while it gains.
+  std::vector<int> best_rung(K, -1);
+  for (size_t k = 0; k < K && !done; ++k) {
+    double last = Idle(base), best = last;
+    for (int r = 0; r < static_cast<int>(knobs_[k].rungs.size()); ++r) {
+      Point p = none;
+      p[k] = r;
+      const int i = Eval(p);
+      if (i < 0) break;
+      if (Idle(i) < best) {
+        best = Idle(i);
+        best_rung[k] = r;
+      }
+      if (result_.points[i].reaches || last - Idle(i) < 0.005) break;
+      last = Idle(i);
+    }
+  }
+  // 2. Greedy: add the knob that gains most, up to three knobs.
+  Point cur = none;
+  int cur_i = base;
+  for (size_t k = 0; k < K; ++k) {
+    if (best_rung[k] >= 0) {
+      Point p = none;
+      p[k] = best_rung[k];
+      if (Idle(Eval(p)) < Idle(cur_i)) {
+        cur = p;
+        cur_i = Eval(p);
+      }
+    }
+  }
+  for (int round = 0; round < 2 && !done && !result_.points[cur_i].reaches; ++round) {
+    Point best = cur;
+    int best_i = cur_i;
+    for (size_t k = 0; k < K; ++k) {
+      if (cur[k] >= 0) continue;
+      const int top = static_cast<int>(knobs_[k].rungs.size()) - 1;
+      for (int r : {best_rung[k], 0, top}) {
+        if (r < 0) continue;
+        Point p = cur;
+        p[k] = r;
+        const int i = Eval(p);
+        if (i >= 0 && Idle(i) < Idle(best_i)) {
+          best = p;
+          best_i = i;
+        }
+      }
+    }
+    if (best_i == cur_i) break;
+    cur = best;
+    cur_i = best_i;
+  }
+  // 3. Shrink every point that reaches the target to its smallest sufficient rungs.
+  std::vector<Point> reaching;
+  for (const auto& [p, i] : seen_) {
+    if (i >= 0 && result_.points[i].reaches && p != none) reaching.push_back(p);
+  }
+  for (Point p : reaching) {
+    for (size_t k = 0; k < K; ++k) {
+      while (p[k] >= 0) {
+        Point q = p;
+        q[k]--;
+        const int i = Eval(q);
+        if (i < 0 || !result_.points[i].reaches) break;
+        p = q;
+      }
+    }
+  }
+  Finish();
+  return result_;
+}
+
+AdviseResult Search::RunAll() {
+  const size_t K = knobs_.size();
+  Point p(K, -1);
+  while (true) {
+    Eval(p, true);
+    size_t k = 0;
+    while (k < K && ++p[k] == static_cast<int>(knobs_[k].rungs.size())) p[k++] = -1;
+    if (k == K) break;
+  }
+  Finish();
+  return result_;
+}
+
+void Search::Finish() {
+  result_.current = result_.points.front();
+  for (AdvisePoint& p : result_.points) {
+    if (base_.gpu_hour_cost) {
+      const double gpus = static_cast<double>(base_.cluster.nodes) * base_.cluster.gpus_per_node;
+      p.saves_per_day = (result_.current.idle - p.idle) * gpus * 24 * *base_.gpu_hour_cost;
+    }
+  }
+  for (size_t i = 1; i < result_.points.size(); ++i) {
+    if (result_.points[i].reaches) result_.ranked.push_back(i);
+    if (result_.points[i].idle < result_.points[result_.closest].idle) result_.closest = i;
+  }
+  std::sort(result_.ranked.begin(), result_.ranked.end(),
+            [&](size_t a, size_t b) { return CheaperPoint(result_.points[a], result_.points[b]); });
+}
+
+}  // namespace
+
+bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b) {
+  if (a.priced && b.priced && std::abs(a.cost_per_day - b.cost_per_day) > 1e-9) {
+    return a.cost_per_day < b.cost_per_day;
+  }
+  if (a.size != b.size) return a.size < b.size;
+  return a.idle < b.idle;
+}
+
+AdviseResult Advise(const ScenarioFile& file, const AdviseOptions& options, Simulator& sim) {
+  Search search(file, options, sim);
+  return search.Run();
+}
+
+AdviseResult AdviseExhaustive(const ScenarioFile& file, const AdviseOptions& options,
+                              Simulator& sim) {
+  Search search(file, options, sim);
+  return search.RunAll();
+}
+
+}  // namespace stallscope

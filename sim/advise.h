@@ -1,0 +1,84 @@
+// Advise: the cheapest changes to a scenario that reach a target GPU idle, found with the
+// simulator (`stallscope advise`).
+//
+// The space: knobs of the loader (prefetch, workers), the cache (a RAM tier of a quarter,
+// half or all of the dataset, or a larger one than the scenario has; fill-once for a tier
+// under another policy; a distributed tier across nodes), the storage (bandwidth ×1.5, ×2,
+// ×4: faster storage), and the node (cores ×2, ×4; NIC ×2). Each knob is a ladder of values
+// from the scenario's own; a point of the space takes one rung (or none) of every knob.
+//
+// The search (far fewer simulations than the space has points):
+//   1. every knob's first rung alone, then up its ladder while each rung still gains ≥ 0.5 pp
+//      of idle (a line search per knob);
+//   2. greedy combination: from the best point so far, add the rung of another knob that
+//      gains most, up to three knobs, until the target is reached;
+//   3. shrink: every point that reaches the target is stepped down, knob by knob, while it
+//      still does, so the smallest sufficient rung is found.
+// Every simulated point is kept. Points that reach the target are ranked by money per day
+// where the scenario prices what they add (cost.ram_gib_day, storage_gbps_day, core_day),
+// else by size: each changed knob counts 1 + its rung index.
+//
+// Thread-safety: Advise() runs simulations one after another on the caller's thread.
+#ifndef STALLSCOPE_SIM_ADVISE_H_
+#define STALLSCOPE_SIM_ADVISE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "sim/simulator.h"
+
+namespace stallscope {
+
+// One knob's rung: a --set line, and what it adds (for prices).
+struct AdviseChange {
+  std::string key, value;  // --set KEY=VALUE
+  std::string text;        // "loader.prefetch 4 → 16"
+  int rung = 0;            // 0 = the knob's first step from the scenario's value
+  double ram_gib = 0, disk_gib = 0, storage_gbps = 0, cores = 0;  // added, whole job
+};
+
+struct AdvisePoint {
+  std::vector<AdviseChange> changes;  // empty: the scenario as it is
+  double idle = 0, au = 0;
+  std::string bottleneck, verdict;
+  bool reaches = false;
+  double size = 0;           // Σ (1 + rung)
+  double cost_per_day = 0;   // what the changes add, USD/day (priced only)
+  double saves_per_day = 0;  // idle money saved against the scenario (cost.gpu_hour)
+  bool priced = false;
+};
+
+struct AdviseOptions {
+  std::string variant;         // resolved with the file's sets
+  std::vector<Override> sets;  // --set, applied under every point
+  double target_idle = 0.05;   // reach idle <= this
+  // Knob names to search (prefetch, workers, ram, policy, distributed, bandwidth, cores,
+  // nic); empty = all that apply.
+  std::vector<std::string> knobs;
+  uint32_t max_simulations = 0;  // 0 = 10% of the space, at least 20
+};
+
+struct AdviseResult {
+  AdvisePoint current;
+  std::vector<AdvisePoint> points;  // every simulated point, in the order simulated
+  std::vector<size_t> ranked;       // indexes into points that reach the target, best first
+  size_t closest = 0;               // when none reaches: the point with the least idle
+  uint64_t simulations = 0;
+  uint64_t space = 0;              // points in the whole space (product of (rungs + 1))
+  std::vector<std::string> knobs;  // the knobs searched
+};
+
+AdviseResult Advise(const ScenarioFile& file, const AdviseOptions& options, Simulator& sim);
+
+// Every point of the same space, simulated (for tests: what Advise must come close to).
+AdviseResult AdviseExhaustive(const ScenarioFile& file, const AdviseOptions& options,
+                              Simulator& sim);
+
+// Ranks a's and b's cost: money where priced, else size; then idle.
+bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b);
+
+}  // namespace stallscope
+
+#endif  // STALLSCOPE_SIM_ADVISE_H_

@@ -1,0 +1,123 @@
+// advise against an exhaustive grid over the same space, on scenarios whose answer is known
+// by construction: latency that prefetch hides, CPU work that more workers (within the cores)
+// absorb, storage that only a cache of the whole dataset (or faster storage) lifts, and a
+// case with no solution in the space.
+#include "sim/advise.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+namespace stallscope {
+namespace {
+
+// 20 steps an epoch of 20 ms, batch 16 of 16 KiB: 13 MB/s of demand.
+const std::string kBase = R"(name: advise
+dataset: {samples: 320, sample_size: 16KiB}
+gpu: {device: emulated, step_time: 20ms}
+cluster: {node: {cores: 4}}
+)";
+
+struct Case {
+  std::string name, yaml;
+  double target_idle;
+  std::string expect_knob;  // the top change's knob key prefix; "*": any; empty: none reaches
+};
+
+void Check(const Case& c) {
+  const ScenarioFile file = ScenarioFile::Parse(kBase + c.yaml, c.name + ".yaml");
+  AdviseOptions o;
+  o.variant = "base";
+  o.target_idle = c.target_idle;
+  // Every knob that applies to a one-node scenario: prefetch, workers, ram, bandwidth, cores.
+  Simulator sim;
+  const AdviseResult grid = AdviseExhaustive(file, o, sim);
+  const AdviseResult adv = Advise(file, o, sim);
+  ASSERT_EQ(adv.space, grid.space);
+  std::printf("%s: now idle %.1f%%; grid %llu simulations", c.name.c_str(), adv.current.idle * 100,
+              static_cast<unsigned long long>(grid.simulations));
+  if (!grid.ranked.empty()) {
+    const AdvisePoint& g = grid.points[grid.ranked.front()];
+    std::printf(", best idle %.1f%% size %.0f", g.idle * 100, g.size);
+  }
+  std::printf("; advise %llu simulations", static_cast<unsigned long long>(adv.simulations));
+  if (!adv.ranked.empty()) {
+    const AdvisePoint& a = adv.points[adv.ranked.front()];
+    std::printf(", top idle %.1f%% size %.0f: %s=%s", a.idle * 100, a.size,
+                a.changes.front().key.c_str(), a.changes.front().value.c_str());
+  }
+  std::printf("\n");
+  EXPECT_GE(grid.simulations, 200u) << c.name << ": a space this small says little";
+  EXPECT_LE(adv.simulations, grid.simulations / 10) << c.name;
+  if (c.expect_knob.empty()) {
+    EXPECT_TRUE(grid.ranked.empty()) << c.name << ": the case was meant to have no solution";
+    EXPECT_TRUE(adv.ranked.empty()) << c.name;
+    // The closest point is the grid's closest, within 1 pp.
+    EXPECT_LE(adv.points[adv.closest].idle, grid.points[grid.closest].idle + 0.01) << c.name;
+    return;
+  }
+  ASSERT_FALSE(grid.ranked.empty()) << c.name << ": the case was meant to have a solution";
+  ASSERT_FALSE(adv.ranked.empty()) << c.name << ": advise found nothing the grid found";
+  const AdvisePoint& g = grid.points[grid.ranked.front()];
+  const AdvisePoint& a = adv.points[adv.ranked.front()];
+  auto cost = [](const AdvisePoint& p) { return p.priced ? p.cost_per_day : p.size; };
+  EXPECT_LE(cost(a), cost(g) + 1e-9) << c.name << ": advise's top costs more than the grid's best";
+  EXPECT_LE(a.idle, g.idle + 0.01) << c.name;
+  if (c.expect_knob != "*") {
+    EXPECT_EQ(a.changes.front().key.rfind(c.expect_knob, 0), 0u)
+        << c.name << ": top change " << a.changes.front().key;
+  }
+}
+
+TEST(Advise, LatencyIsHiddenByPrefetch) {
+  // 60 ms median reads, 3 steps' worth: prefetch 1 idles; 4 or more hides it.
+  Check({"latency",
+         "storage: {kind: simulated, bandwidth: 100MB/s, latency: {p50: 60ms, p99: 90ms}, "
+         "max_inflight: 256}\n"
+         "loader: {batch_size: 16, prefetch: 1, workers: 1, preprocess: none}\n"
+         "run: {epochs: 2}\n",
+         0.05, "loader.prefetch"});
+}
+
+TEST(Advise, CpuWorkIsAbsorbedByWorkersWithinTheCores) {
+  // 2.5 ms of CPU per sample, 16 a step of 20 ms: 2 workers' worth; the node has 4 cores.
+  Check(
+      {"workers",
+       "storage: {kind: simulated, bandwidth: 100MB/s}\n"
+       "loader: {batch_size: 16, prefetch: 2, workers: 1, preprocess: {kind: none, cost: 2500us}}\n"
+       "run: {epochs: 2}\n",
+       0.05, "loader.workers"});
+}
+
+TEST(Advise, StorageAtAQuarterOfTheDemandNeedsTheWholeDatasetCachedOrFasterStorage) {
+  // 3.3 MB/s against 13 MB/s: epoch 0 idles 75% whatever happens; over 8 epochs a cache of
+  // the whole dataset makes the later epochs fed (idle ~27% in all), as does storage 4x faster.
+  Check({"storage",
+         "storage: {kind: simulated, bandwidth: 3.3MB/s}\n"
+         "loader: {batch_size: 16, prefetch: 4, workers: 1, preprocess: none}\n"
+         "run: {epochs: 8}\n",
+         0.30, "*"});
+}
+
+TEST(Advise, PricesPickTheCheaperOfCacheAndFasterStorage) {
+  // The same storage-bound job; RAM is cheap and storage bandwidth dear: the cache wins.
+  Check({"priced",
+         "storage: {kind: simulated, bandwidth: 3.3MB/s}\n"
+         "loader: {batch_size: 16, prefetch: 4, workers: 1, preprocess: none}\n"
+         "run: {epochs: 8}\n"
+         "cost: {gpu_hour: 2.5, ram_gib_day: 0.5, storage_gbps_day: 5000, core_day: 1}\n",
+         0.30, "cache.tiers"});
+}
+
+TEST(Advise, NothingInTheSpaceReachesAnImpossibleTarget) {
+  // One epoch from storage at a tenth of the demand: no cache helps within one epoch, and
+  // storage 4x faster still idles 60%.
+  Check({"none",
+         "storage: {kind: simulated, bandwidth: 1.3MB/s}\n"
+         "loader: {batch_size: 16, prefetch: 4, workers: 1, preprocess: none}\n"
+         "run: {epochs: 1}\n",
+         0.01, ""});
+}
+
+}  // namespace
+}  // namespace stallscope
