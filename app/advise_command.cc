@@ -163,4 +163,41 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   return 0;
 }
 
+void PrintAdviseHints(const std::string& path, const std::vector<std::string>& set_args,
+                      const std::vector<std::string>& variants, const std::vector<double>& idle) {
+  std::fflush(stdout);
+  const ScenarioFile file = ScenarioFile::Load(path);
+  const std::vector<Override> sets = ParseSets(set_args);
+  Simulator sim;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (idle[i] <= 0.05) continue;
+    AdviseOptions o;
+    o.variant = variants[i];
+    o.sets = sets;
+    o.target_idle = 0.05;
+    o.max_simulations = 20;
+    SimulationStats stats;
+    try {
+      sim.RunVariant(file.Resolve(o.variant, sets), &stats);
+    } catch (const std::exception&) {
+      continue;  // not simulatable (a directory that moved, say): no hint
+    }
+    if (stats.wall_seconds > 0.5) {
+      std::printf(
+          "%s: advise: `stallscope advise %s --variant %s --idle 0.05` searches the fixes\n",
+          o.variant.c_str(), path.c_str(), o.variant.c_str());
+      continue;
+    }
+    const AdviseResult r = Advise(file, o, sim);
+    const bool reaches = !r.ranked.empty();
+    const AdvisePoint& p = r.points[reaches ? r.ranked.front() : r.closest];
+    if (p.changes.empty()) continue;
+    std::string what;
+    for (const AdviseChange& c : p.changes)
+      what += (what.empty() ? "" : " ") + c.key + "=" + c.value;
+    std::printf("%s: advise: %s → idle %s, predicted%s\n", o.variant.c_str(), what.c_str(),
+                Pct(p.idle).c_str(), reaches ? "" : " (the closest in 20 simulations)");
+  }
+}
+
 }  // namespace stallscope

@@ -27,6 +27,13 @@ struct AdviseCommandOptions {
 };
 int AdviseCommand(const AdviseCommandOptions& options);
 
+// `run` and `simulate` (without --quiet): under the table, for every variant that idles more
+// than 5%, one line with the smallest change `advise` predicts to bring it under 5% (at most
+// 20 simulations; skipped, with the command to run, when one simulation takes over 0.5 s).
+void PrintAdviseHints(const std::string& scenario_path, const std::vector<std::string>& sets,
+                      const std::vector<std::string>& variant_names,
+                      const std::vector<double>& idle);
+
 }  // namespace stallscope
 
 #endif  // STALLSCOPE_APP_ADVISE_COMMAND_H_

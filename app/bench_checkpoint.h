@@ -58,6 +58,21 @@ struct CheckpointBenchRun {
   double read_seconds() const;
 };
 
+// How often a job can afford a checkpoint whose slowest rank writes for `write_seconds`, with
+// steps of `step_seconds`, keeping the checkpoint stall at most `max_stall` of the run.
+struct CheckpointFrequency {
+  // Sync (the GPUs wait for the whole write): the smallest N >= 1 with
+  // write / (N × step + write) <= max_stall, and that share at N.
+  uint64_t every_steps = 1;
+  double stall_fraction = 0;
+  // Async (the GPUs wait for the snapshot only): the smallest M >= 1 with M × step >= write,
+  // so that each write ends before the next checkpoint starts.
+  uint64_t async_every_steps = 1;
+};
+// REQUIRES: write_seconds >= 0, step_seconds > 0, 0 < max_stall < 1.
+CheckpointFrequency MaxCheckpointFrequency(double write_seconds, double step_seconds,
+                                           double max_stall);
+
 // Raised on an `mpirun` rank when another rank's write or read failed (it says why).
 struct PeerFailed {};
 

@@ -10,9 +10,11 @@
 #define STALLSCOPE_APP_COMMANDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/options.h"
 #include "storage/directory_storage.h"
 #include "storage/generate.h"
 
@@ -110,6 +112,28 @@ struct ReportCommandOptions {
   bool quiet = false;
 };
 int ReportCommand(const ReportCommandOptions& options);
+
+// `bench-checkpoint DIR`: write a checkpoint with fsync, evict it, read it back; MLPerf
+// Storage v2.0's checkpoint benchmark (app/bench_checkpoint.h).
+struct BenchCheckpointCommandOptions {
+  std::string dir;
+  std::string model;  // an MLPerf Storage v2.0 preset (kCheckpointPresets): the job's size
+  std::string size;   // the job's size (overrides the model's); one of the two is needed
+  // Ranks the checkpoint is split over, each writing its share to its own file: threads of
+  // this process (default 1); under mpirun the job's ranks (the default; another count is
+  // refused).
+  std::optional<uint32_t> ranks;
+  uint32_t runs = 5;                                 // MLPerf Storage's 5
+  std::string block;                                 // empty: CheckpointOptions's block
+  uint32_t io_depth = CheckpointOptions{}.io_depth;  // writes (and reads) in flight per rank
+  bool direct = false;                               // O_DIRECT
+  bool fsync = CheckpointOptions{}.fsync;            // --no-fsync clears it
+  std::string step_time;                             // with max_stall: the frequency advice
+  std::string max_stall;                             // a share of the run: "5%" or 0.05
+  std::string json;
+  bool quiet = false;  // no progress line and no description above the table
+};
+int BenchCheckpointCommand(const BenchCheckpointCommandOptions& options);
 
 }  // namespace stallscope
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "app/advise_command.h"
 #include "app/commands.h"
 #include "app/errors.h"
 #include "app/make_device.h"
@@ -243,7 +244,18 @@ int RunCommand(const RunCommandOptions& o) {
     results.push_back(RunVariant(s, *storage, *device, hooks));
     outputs.EndVariant(s);
   }
-  return outputs.Finish(scenarios[0].name, "run", results);
+  const int rc = outputs.Finish(scenarios[0].name, "run", results);
+  if (!quiet && rc == 0) {
+    std::vector<std::string> names;
+    std::vector<double> idle;
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i].partial) continue;
+      names.push_back(scenarios[i].variant);
+      idle.push_back(results[i].gpu_idle_fraction);
+    }
+    PrintAdviseHints(o.scenario, o.sets, names, idle);
+  }
+  return rc;
 }
 
 }  // namespace stallscope

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/advise_command.h"
 #include "app/commands.h"
 #include "app/make_device.h"
 #include "app/outputs.h"
@@ -155,7 +156,8 @@ int AgainstRun(std::vector<Scenario> scenarios, const std::string& json_path, bo
   return 0;
 }
 
-int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o) {
+int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o,
+             const std::vector<std::string>& sets) {
   const bool quiet = o.out.quiet;
   Simulator simulator;
   if (!quiet) PrintNode(scenarios[0].cluster.node);
@@ -185,8 +187,18 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o)
     outputs.Record(s, record);
     outputs.EndVariant(s);
   }
-  return outputs.Finish(scenarios[0].name, "simulate", results,
-                        {{"node", NodeToJson(scenarios[0].cluster.node)}});
+  const int rc = outputs.Finish(scenarios[0].name, "simulate", results,
+                                {{"node", NodeToJson(scenarios[0].cluster.node)}});
+  if (!quiet && rc == 0) {
+    std::vector<std::string> names;
+    std::vector<double> idle;
+    for (size_t i = 0; i < results.size(); ++i) {
+      names.push_back(scenarios[i].variant);
+      idle.push_back(results[i].gpu_idle_fraction);
+    }
+    PrintAdviseHints(o.scenario, sets, names, idle);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -200,7 +212,7 @@ int SimulateCommand(const SimulateCommandOptions& o) {
   if (o.max_accelerators) {
     return SearchMaxAccelerators(scenarios, o.au, o.run.out.json, o.run.out.quiet);
   }
-  return Simulate(scenarios, o.run);
+  return Simulate(scenarios, o.run, sets);
 }
 
 }  // namespace stallscope

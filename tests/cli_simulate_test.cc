@@ -158,3 +158,49 @@ TEST_F(Cli, MaxAcceleratorsReproducesPublishedMlperfStorageResults) {
 
 }  // namespace
 }  // namespace stallscope::cli
+
+namespace stallscope::cli {
+namespace {
+
+// `advise` as a user drives it: its top change, written as a scenario and simulated on its
+// own, reaches the target; `simulate` prints the same change as a hint; bad targets, prices
+// and variants are refused.
+TEST_F(Cli, AdviseWritesAScenarioThatReachesTheTarget) {
+  const std::string s = kScenarios + "/cold_vs_cached.yaml";
+  const std::string fixed = (dir_.path() / "fixed.yaml").string();
+  const std::string json = (dir_.path() / "advice.json").string();
+  const Result r = Stallscope("advise " + s + " --variant cold --au 0.9 --write " + fixed +
+                              " --json " + json + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1. "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--set '"), std::string::npos) << r.out;
+  const nlohmann::json doc = ReadJson(json);
+  ASSERT_FALSE(doc["ranked"].empty());
+  EXPECT_LE(doc["simulations"].get<uint64_t>(), doc["space"].get<uint64_t>() / 10);
+  const nlohmann::json& top = doc["candidates"][doc["ranked"][0].get<size_t>()];
+  EXPECT_LE(top["gpu_idle_fraction"].get<double>(), 0.1);
+  // The written file, simulated by itself, idles as predicted.
+  const std::string out = (dir_.path() / "fixed.json").string();
+  ASSERT_EQ(Stallscope("simulate " + fixed + " --quiet --json " + out).code, 0);
+  EXPECT_NEAR(ReadJson(out)["variants"][0]["gpu_idle_fraction"].get<double>(),
+              top["gpu_idle_fraction"].get<double>(), 1e-9);
+  // simulate's hint names the same change.
+  const Result hint = Stallscope("simulate " + s + " --variant cold");
+  const std::string set = top["changes"][0]["key"].get<std::string>() + "=" +
+                          top["changes"][0]["value"].get<std::string>();
+  EXPECT_NE(hint.out.find("cold: advise: " + set), std::string::npos) << hint.out;
+}
+
+TEST_F(Cli, AdviseBadInputIsRefused) {
+  const std::string s = kScenarios + "/cold_vs_cached.yaml";
+  ExpectBadInput(Stallscope("advise " + s + " --au 1.2"), "--au 1.2 is outside (0, 1)");
+  ExpectBadInput(Stallscope("advise " + s + " --idle 0"), "--idle 0 is outside (0, 1)");
+  ExpectBadInput(Stallscope("advise " + s + " --au 0.9 --variant nosuch"),
+                 "no variant named 'nosuch'");
+  ExpectBadInput(Stallscope("advise " + s + " --au 0.9 --set cost.ram_gib_day=-3"),
+                 "cost.ram_gib_day: must be");
+  ExpectBadInput(Stallscope("advise " + s), "give the target as --au A or --idle I");
+}
+
+}  // namespace
+}  // namespace stallscope::cli

@@ -53,6 +53,57 @@ CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench) {
   return bench_dir;
 }
 
+CLI::App* AddBenchCheckpoint(CLI::App& app, BenchCheckpointCommandOptions& bc) {
+  CLI::App* cmd = app.add_subcommand(
+      "bench-checkpoint",
+      "Write a training checkpoint to DIR and restore it, as MLPerf Storage v2.0's checkpoint "
+      "workloads do, and say how fast it went.\n\n"
+      "The checkpoint (--model's size, or --size) is split over --ranks ranks; the ranks write "
+      "their shares together, each to its own file, through io_uring with the durable pattern "
+      "of a run's checkpoints (temporary name, fsync, rename, directory fsync). Then the files "
+      "are evicted from the page cache (POSIX_FADV_DONTNEED; no root needed) and read back, "
+      "the content checked against its checksum. MLPerf's rules: fsync enforced, caches "
+      "dropped before the read-back, the job's time is the slowest rank's (GB/s = all ranks' "
+      "bytes / that time), 5 runs. Prints each run, the mean and the median; the files are "
+      "removed at the end. Under `mpirun -np N` each MPI rank writes its share and rank 0 "
+      "reports.\n\n"
+      "With --step-time and --max-stall: how often a job may checkpoint, synchronously, so "
+      "that the GPUs wait for checkpoints at most that share of the run (and, asynchronously, "
+      "so that each write ends before the next checkpoint).\n\n"
+      "Examples:\n"
+      "  stallscope bench-checkpoint /mnt/ckpt --model llama3-8b --ranks 8\n"
+      "  stallscope bench-checkpoint /tmp/ck --size 4GiB --ranks 2 --step-time 100ms "
+      "--max-stall 5% --json ck.json\n"
+      "  mpirun -np 8 stallscope bench-checkpoint /mnt/ckpt --model llama3-8b");
+  cmd->add_option("DIR", bc.dir, "Directory to write the checkpoint files in (made if missing)")
+      ->required();
+  cmd->add_option("--model", bc.model,
+                  "MLPerf Storage v2.0 checkpoint: llama3-8b (105 GB, 8 ranks in MLPerf), "
+                  "llama3-70b (912 GB, 64), llama3-405b (5.29 TB, 512), llama3-1t (18 TB, 1024)");
+  cmd->add_option("--size", bc.size,
+                  "The whole checkpoint's size instead of the model's (e.g. 4GiB, 10GB)");
+  cmd->add_option("--ranks", bc.ranks,
+                  "Ranks the checkpoint is split over, each writing size / N to its own file "
+                  "(default 1; threads of this process; under mpirun: the job's ranks)");
+  cmd->add_option("--runs", bc.runs, "Runs, each reported")->capture_default_str();
+  cmd->add_option("--block", bc.block, "Bytes per write and read (default 1MiB)");
+  cmd->add_option("--io-depth", bc.io_depth, "Writes (and reads) in flight per rank")
+      ->capture_default_str();
+  cmd->add_flag("--direct", bc.direct, "Write and read with O_DIRECT");
+  cmd->add_flag_function(
+      "--no-fsync", [&bc](int64_t) { bc.fsync = false; },
+      "Do not fsync (not MLPerf's rules; the read-back still comes from the storage: "
+      "the files are flushed, untimed, before eviction)");
+  cmd->add_option("--step-time", bc.step_time,
+                  "The training step's duration, for the checkpoint frequency (e.g. 100ms)");
+  cmd->add_option("--max-stall", bc.max_stall,
+                  "The share of the run the checkpoint stall may take (e.g. 5%): prints the "
+                  "largest checkpoint frequency that keeps under it");
+  cmd->add_option("--json", bc.json, "Write the result document to this file");
+  cmd->add_flag("--quiet", bc.quiet, "No description above the table and no progress line");
+  return cmd;
+}
+
 CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co) {
   CLI::App* calibrate = app.add_subcommand(
       "calibrate",
@@ -95,6 +146,44 @@ CLI::App* AddReport(CLI::App& app, ReportCommandOptions& rep) {
   report->add_option("-o,--output", rep.output, "HTML file to write")->capture_default_str();
   report->add_flag("--quiet", rep.quiet, "Print nothing on success");
   return report;
+}
+
+CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
+  CLI::App* cmd = app.add_subcommand(
+      "advise",
+      "What would fix it: the cheapest changes that reach a target GPU utilization, "
+      "predicted by the simulator.\n\n"
+      "Searches the loader (prefetch, workers), the cache (a RAM tier of a quarter, half or "
+      "all of the dataset, a larger one, fill-once, a distributed tier across nodes), the "
+      "storage (bandwidth x1.5, x2, x4) and the node (cores x2, x4; NIC x2), simulating far "
+      "fewer points than the space holds: each knob up its ladder while it helps, then the best "
+      "knobs combined, then every point that reaches the target shrunk to its smallest "
+      "sufficient steps. Ranked by money per day where the scenario prices what a change adds "
+      "(cost: ram_gib_day, storage_gbps_day, core_day; with gpu_hour, the idle money saved is "
+      "shown too), else by size (each changed knob counts 1 + its step). Prints the --set "
+      "lines to paste; --write saves the top change as a scenario file.\n\n"
+      "Examples:\n"
+      "  stallscope advise scenarios/cold_vs_cached.yaml --variant cold --au 0.9\n"
+      "  stallscope advise S.yaml --idle 0.05 --json advice.json --write fixed.yaml\n"
+      "  stallscope advise S.yaml --au 0.95 --verify    (runs the current and the top change)");
+  cmd->add_option("SCENARIO", ao.scenario, "Scenario file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--variant", ao.variant, "The variant to fix (default: the file's first)");
+  cmd->add_option("--set", ao.sets, "Override a key under every point (KEY=VALUE)");
+  cmd->add_option("--au", ao.au, "Target accelerator utilization, in (0, 1), e.g. 0.9");
+  cmd->add_option("--idle", ao.idle, "Target GPU idle fraction, in (0, 1), e.g. 0.05");
+  cmd->add_option("--knob", ao.knobs,
+                  "Search only these knobs: prefetch, workers, ram, policy, distributed, "
+                  "bandwidth, cores, nic");
+  cmd->add_option("--max-simulations", ao.max_simulations,
+                  "At most this many simulations (default: 10% of the space, at least 20)");
+  cmd->add_option("--top", ao.top, "Changes printed")->capture_default_str();
+  cmd->add_flag("--verify", ao.verify,
+                "Run the current scenario and the top change for real on this host (emulated "
+                "device, one rank) and print predicted against measured idle");
+  cmd->add_option("--write", ao.write, "Write the scenario with the top change to this file");
+  cmd->add_option("--json", ao.json, "Write every simulated candidate to this file");
+  cmd->add_flag("--quiet", ao.quiet, "Nothing on stderr");
+  return cmd;
 }
 
 }  // namespace stallscope::cli

@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
       "  stallscope sweep S.yaml --grid loader.prefetch=0,2,8 --simulate --csv s.csv\n"
       "  stallscope run S.yaml --json r.json --trace t.json --metrics-listen 9464 --linger 30s\n"
       "  stallscope report r.json -o report.html\n"
+      "  stallscope advise S.yaml --variant cold --au 0.9\n"
+      "  stallscope bench-checkpoint /mnt/ckpt --model llama3-8b --ranks 8\n"
       "  stallscope kernels --sizes 1024,4096   (GPU hosts)\n\n"
       "Exit codes: 0 success, 1 the run failed, 2 bad usage or input (nothing was run).",
       "stallscope"};
@@ -141,18 +143,22 @@ int main(int argc, char** argv) {
   std::string validate_path;
   GenCommandOptions gen_o;
   BenchDirCommandOptions bench;
+  BenchCheckpointCommandOptions bench_ckpt_o;
   KernelsCommandOptions ko;
   ReportCommandOptions rep;
   CalibrateCommandOptions co;
+  AdviseCommandOptions ao;
   CLI::App* run = AddRun(app, ro);
   CLI::App* simulate = AddSimulate(app, so);
   CLI::App* sweep = AddSweep(app, sw);
   CLI::App* validate = AddValidate(app, validate_path);
   CLI::App* gen = AddGen(app, gen_o);
   CLI::App* bench_dir = AddBenchDir(app, bench);
+  CLI::App* bench_ckpt = AddBenchCheckpoint(app, bench_ckpt_o);
   CLI::App* calibrate = AddCalibrate(app, co);
   CLI::App* kernels = AddKernels(app, ko);
   CLI::App* report = AddReport(app, rep);
+  CLI::App* advise = AddAdvise(app, ao);
 
   try {
     app.parse(argc, argv);
@@ -171,9 +177,11 @@ int main(int argc, char** argv) {
     if (*validate) return ValidateCommand(validate_path);
     if (*report) return ReportCommand(rep);
     if (*bench_dir) return BenchDirCommand(bench);
+    if (*bench_ckpt) return BenchCheckpointCommand(bench_ckpt_o);
     if (*kernels) return KernelsCommand(ko);
     if (*calibrate) return CalibrateCommand(co);
     if (*gen) return GenCommand(gen_o);
+    if (*advise) return AdviseCommand(ao);
     return kExitBadInput;
   });
 }
