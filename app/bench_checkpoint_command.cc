@@ -18,6 +18,7 @@
 #include "app/commands.h"
 #include "app/errors.h"
 #include "app/mpi_job.h"
+#include "app/outputs.h"
 #include "base/units.h"
 
 namespace stallscope {
@@ -169,15 +170,6 @@ void CheckRoom(const BenchSetup& s, const CheckpointBench& bench, uint32_t proce
         s.size_flag, Binary(memory), ranks_here, ranks_here == 1 ? "" : "s",
         Binary(static_cast<double>(s.plan.rank_bytes)), Binary(static_cast<double>(*available))));
   }
-}
-
-std::ofstream OpenJson(const std::string& path) {
-  std::ofstream out;
-  if (!path.empty()) {
-    out.open(path);
-    if (!out) throw BadInput(path + ": cannot write the --json file");
-  }
-  return out;
 }
 
 void PrintHeader(const BenchSetup& s) {

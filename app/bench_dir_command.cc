@@ -15,6 +15,7 @@
 #include "app/errors.h"
 #include "app/make_device.h"
 #include "app/mpi_job.h"
+#include "app/outputs.h"
 #include "app/runner.h"
 #include "base/units.h"
 #include "report/report.h"
@@ -131,15 +132,6 @@ std::pair<uint32_t, double> BatchAndStep(const BenchDirCommandOptions& o) {
     throw BadInput("--step-time: the training loop needs a positive step time (or --workload)");
   }
   return {batch, *step};
-}
-
-std::ofstream OpenJson(const std::string& path) {
-  std::ofstream out;
-  if (!path.empty()) {
-    out.open(path);
-    if (!out) throw BadInput(path + ": cannot write the --json file");
-  }
-  return out;
 }
 
 // `mpirun -np N stallscope bench-dir`: MLPerf Storage's multi-client arrangement. Every rank

@@ -139,4 +139,13 @@ int Outputs::Finish(const std::string& scenario_name, const std::string& mode,
   return 0;
 }
 
+std::ofstream OpenJson(const std::string& path) {
+  std::ofstream out;
+  if (!path.empty()) {
+    out.open(path);
+    if (!out) throw BadInput(path + ": cannot write the --json file");
+  }
+  return out;
+}
+
 }  // namespace stallscope

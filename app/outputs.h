@@ -77,6 +77,10 @@ nlohmann::json NodeToJson(const NodeOptions& node);
 // The cache tiers' names in order, as metrics and the trace label them.
 std::vector<std::string> TierNames(const Scenario& scenario);
 
+// A --json file opened for writing before anything runs (a path that cannot be written is bad
+// input: exit 2 with nothing run); a closed stream for an empty path.
+std::ofstream OpenJson(const std::string& path);
+
 }  // namespace stallscope
 
 #endif  // STALLSCOPE_APP_OUTPUTS_H_

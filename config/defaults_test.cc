@@ -94,11 +94,16 @@ TEST(ScenarioDefaults, EveryDocumentedDefaultIsTheCodesDefault) {
   const ScenarioFile empty = ScenarioFile::Parse("{}\n", "empty.yaml");
   const ScenarioFile one_tier =
       ScenarioFile::Parse("cache: {tiers: [{capacity: 1GiB}]}\n", "tier.yaml");
+  // The checkpoint section's defaults apply once there is a section (with its required keys).
+  const ScenarioFile checkpoint =
+      ScenarioFile::Parse("checkpoint: {every: 10, size: 1MiB}\n", "checkpoint.yaml");
   const std::string readme = std::string(STALLSCOPE_SCENARIOS) + "/README.md";
   const std::vector<Documented> documented = ReadDocumentedDefaults(readme);
   for (const Documented& d : documented) {
     SCOPED_TRACE(readme + ":" + std::to_string(d.line) + ": " + d.key + " = " + d.value);
-    const ScenarioFile& file = d.key.rfind("cache.tiers.0.", 0) == 0 ? one_tier : empty;
+    const ScenarioFile& file = d.key.rfind("cache.tiers.0.", 0) == 0 ? one_tier
+                               : d.key.rfind("checkpoint.", 0) == 0  ? checkpoint
+                                                                     : empty;
     const Scenario omitted = file.Resolve("base");
     Scenario set;
     ASSERT_NO_THROW(set = file.Resolve("base", {ParseSetArgument(d.key + "=" + d.value)}));
