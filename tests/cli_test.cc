@@ -124,16 +124,19 @@ run: {epochs: 1, verify: false}
   EXPECT_GE(longest, 500e3 - 2 * 10e3 - slack_us);
   EXPECT_LE(longest, 500e3 + slack_us);
   EXPECT_LT(others, slack_us) << "stalls the test did not inject";
-  // It begins where a step ended, and the next step begins right after it (the delayed
-  // batch's copy, a fraction of a millisecond, between them).
+  // It begins where a step ended, and the first step after it begins right after it (the
+  // delayed batch's copy, a fraction of a millisecond, between them; more where the host
+  // deschedules the loader: the CI host took over 2 ms once).
   std::sort(steps.begin(), steps.end());
-  bool before = false, after = false;
+  bool before = false;
+  double next = -1;
   for (const auto& [start, end] : steps) {
     before = before || std::abs(end - longest_ts) < 1;
-    after = after || (start >= longest_ts + longest && start < longest_ts + longest + 2e3);
+    if (next < 0 && start >= longest_ts + longest) next = start;
   }
   EXPECT_TRUE(before) << "the stall span does not start where a step ended";
-  EXPECT_TRUE(after) << "no step starts right after the stall span";
+  ASSERT_GE(next, 0) << "no step after the stall span";
+  EXPECT_LT(next - (longest_ts + longest), slack_us / 2) << "the step after the stall is late";
 }
 
 TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryChart) {
