@@ -44,6 +44,21 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& options, const Rank
 // slowest took (they start together), rates over it, latency percentiles over every file.
 BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 
+// The simulator's storage model of a directory read the way `o` reads it (cold, direct_io,
+// io_depth, io_threads), fitted from two timed reads (`calibrate --dir`): every file at
+// o.io.io_depth in flight gives the bandwidth (bytes/s); up to `probe_files` of them (an even
+// spread of the listing), read one at a time on one thread, give the latency: a lognormal
+// whose mean is their mean time less the mean file's transfer at that bandwidth (the model
+// adds the transfer after the latency, so reads one at a time deliver what they did) and whose
+// p99 / p50 is theirs, at most kMaxTailRatio. Page-cached (not cold): the files are read once
+// first, untimed, so both timed reads find them cached.
+inline constexpr double kMaxTailRatio = 4;
+struct DirectoryFit {
+  SimulatedStorageOptions model;
+  BenchDirResult deep, probe;  // the two timed reads
+};
+DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
+
 nlohmann::json BenchDirToJson(const BenchDirResult& r);
 std::string FormatBenchDir(const BenchDirResult& r);
 

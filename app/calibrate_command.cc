@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "app/bench_dir.h"
 #include "app/budget.h"
 #include "app/commands.h"
 #include "base/errors.h"
@@ -17,6 +19,68 @@
 #include "sim/host_model.h"
 
 namespace stallscope {
+
+namespace {
+
+// `calibrate --dir`: the directory's storage, fitted (FitDirectoryStorage) and written as a
+// storage profile.
+int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
+  if (o.io_depth < 1 || o.io_depth > 4096) {
+    throw BadInput(fmt::format("--io-depth {}: expected 1 to 4096", o.io_depth));
+  }
+  if (o.io_threads < 1 || o.io_threads > 64) {
+    throw BadInput(fmt::format("--io-threads {}: expected 1 to 64", o.io_threads));
+  }
+  DirectoryStorageOptions d;
+  d.dataset.path = o.dir;
+  d.storage.kind = StorageKind::kDirectory;
+  d.storage.cold = o.cold;
+  d.storage.direct_io = o.direct;
+  d.io.io_depth = o.io_depth;
+  d.io.io_threads = o.io_threads;
+  d.quiet = o.quiet;
+  if (!o.quiet) {
+    std::fprintf(
+        stderr, "measuring %s (%s%s): every file at io_depth %u, then some one at a time\n",
+        o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth);
+  }
+  const DirectoryFit fit = FitDirectoryStorage(d);
+  StorageProfileInfo info;
+  info.date = UtcNow();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  info.host = host;
+  info.path = std::filesystem::absolute(o.dir).lexically_normal().string();
+  info.cold = o.cold;
+  info.direct_io = o.direct;
+  info.io_depth = o.io_depth;
+  info.io_threads = o.io_threads;
+  info.files = fit.deep.files;
+  info.probe_files = fit.probe.latencies.size();
+  info.bytes = fit.deep.bytes;
+  const std::string text = StorageProfileYaml(fit.model, info);
+  if (!file.is_open()) {
+    std::cout << text << std::flush;
+    return 0;
+  }
+  file << text;
+  file.close();
+  if (!file) throw RunFailed(o.output + ": writing the profile failed");
+  if (!o.quiet) {
+    std::fprintf(stderr,
+                 "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
+                 "time: p50 %s, p99 %s)\nwrote %s (storage: {profile: %s})\n",
+                 FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
+                 fit.deep.files_per_second, o.io_depth,
+                 FormatDuration(fit.model.latency_p50_seconds).c_str(),
+                 FormatDuration(fit.model.latency_p99_seconds).c_str(),
+                 FormatDuration(fit.probe.latency_p50).c_str(),
+                 FormatDuration(fit.probe.latency_p99).c_str(), o.output.c_str(), o.output.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
 
 int CalibrateCommand(const CalibrateCommandOptions& o) {
   const auto size = ParseSize(o.sample_size);
@@ -36,6 +100,7 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
     file.open(o.output);
     if (!file) throw BadInput(o.output + ": cannot write the profile");
   }
+  if (!o.dir.empty()) return CalibrateDirectory(o, file);
   if (!o.quiet) {
     std::fprintf(stderr,
                  "measuring this host: %d trials of each rate on %s samples, JPEG decode "

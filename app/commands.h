@@ -73,6 +73,11 @@ struct CalibrateCommandOptions {
   uint32_t image_size = 224;           // jpeg-decode's output side
   int trials = 7;
   bool quiet = false;
+  // --dir: measure a directory's storage instead, read as a scenario reads it (a storage
+  // profile for storage.profile).
+  std::string dir;
+  bool cold = false, direct = false;
+  uint32_t io_depth = 64, io_threads = 1;
 };
 int CalibrateCommand(const CalibrateCommandOptions& options);
 

@@ -167,8 +167,10 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o,
                  scenarios[0].name.c_str(), o.scenario.c_str(), scenarios.size());
   }
   std::vector<VariantResult> results;
+  nlohmann::json storage_models = nlohmann::json::object();
   for (const Scenario& s : scenarios) {
     StepObserver* observer = outputs.BeginVariant(s);
+    storage_models[s.variant] = DescribeStorageModel(s);
     SimulationStats stats;
     RunRecord record;
     results.push_back(simulator.RunVariant(s, &stats, &record));
@@ -180,6 +182,7 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o,
                    static_cast<unsigned long long>(results.back().steps), stats.simulated_seconds,
                    stats.wall_seconds,
                    stats.wall_seconds > 0 ? stats.events / stats.wall_seconds / 1e6 : 0.0);
+      std::fprintf(stderr, "  storage model: %s\n", DescribeStorageModel(s).c_str());
       const std::string checkpoints = DescribeCheckpoints(s, stats.ranks);
       if (!checkpoints.empty()) std::fprintf(stderr, "  %s\n", checkpoints.c_str());
     }
@@ -187,8 +190,9 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o,
     outputs.Record(s, record);
     outputs.EndVariant(s);
   }
-  const int rc = outputs.Finish(scenarios[0].name, "simulate", results,
-                                {{"node", NodeToJson(scenarios[0].cluster.node)}});
+  const int rc = outputs.Finish(
+      scenarios[0].name, "simulate", results,
+      {{"node", NodeToJson(scenarios[0].cluster.node)}, {"storage_model", storage_models}});
   if (!quiet && rc == 0) {
     std::vector<std::string> names;
     std::vector<double> idle;

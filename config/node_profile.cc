@@ -55,8 +55,11 @@ std::string ReadProfileMeta(Section top) {
   return date;
 }
 
-void ReadProfile(const Section& s, const YAML::Node& at, const std::string& written,
-                 NodeOptions& node) {
+// The profile file that `key` of `s` names (`written`): a relative path is taken from the
+// scenario's folder unless it came from the command line. Returns the file's top section
+// context (its path) and root mapping; fails naming the key for an unreadable file.
+YAML::Node LoadProfile(const Section& s, const YAML::Node& at, const std::string& written,
+                       const std::string& what, const std::string& hint, std::string* path) {
   const std::string key = s.Path("profile");
   std::filesystem::path p(written);
   const bool from_command_line = s.ctx().OverrideFor(key, true) != nullptr;
@@ -65,10 +68,7 @@ void ReadProfile(const Section& s, const YAML::Node& at, const std::string& writ
   }
   std::ifstream in(p);
   if (!in) {
-    s.ctx().Fail(at, key,
-                 fmt::format("{}: cannot read the node profile (`stallscope calibrate -o {}` "
-                             "measures this host and writes one)",
-                             p.string(), written));
+    s.ctx().Fail(at, key, fmt::format("{}: cannot read the {} ({})", p.string(), what, hint));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -79,15 +79,32 @@ void ReadProfile(const Section& s, const YAML::Node& at, const std::string& writ
     throw ScenarioError(fmt::format("{}:{}:{}: YAML syntax error: {}", p.string(), e.mark.line + 1,
                                     e.mark.column + 1, e.msg));
   }
-  const Context ctx{p.string(), nullptr};
-  if (!root.IsMap()) ctx.Fail(root, "(top level)", "expected a node profile (profile:, node:)");
-  Section top(ctx, root, "");
-  const YAML::Node raw = top.Get("node");
+  *path = p.string();
+  return root;
+}
+
+// The profile file's one section `name` (required).
+Section ProfileSection(const Context& ctx, const YAML::Node& root, Section& top, const char* name,
+                       const char* expected) {
+  if (!root.IsMap()) ctx.Fail(root, "(top level)", std::string("expected ") + expected);
+  const YAML::Node raw = top.Get(name);
   if (!raw.IsDefined() || !raw.IsMap()) {
-    ctx.Fail(root, "node", "missing: a profile's rates are under `node:`");
+    ctx.Fail(root, name, fmt::format("missing: expected {}", expected));
   }
-  Section n(ctx, raw, "node");
-  ReadNodeKeys(n, raw, node, true);
+  return Section(ctx, raw, name);
+}
+
+void ReadProfile(const Section& s, const YAML::Node& at, const std::string& written,
+                 NodeOptions& node) {
+  std::string path;
+  const YAML::Node root = LoadProfile(
+      s, at, written, "node profile",
+      fmt::format("`stallscope calibrate -o {}` measures this host and writes one", written),
+      &path);
+  const Context ctx{path, nullptr};
+  Section top(ctx, root, "");
+  Section n = ProfileSection(ctx, root, top, "node", "a node profile (profile:, node:)");
+  ReadNodeKeys(n, n.node(), node, true);
   n.Finish();
   node.source = fmt::format("profile {}, {}", written, ReadProfileMeta(top));
 }
@@ -141,6 +158,71 @@ std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info) {
   out += "spread:  # (max - min) / median over the trials\n";
   for (const auto& [key, v] : info.spread) out += fmt::format("  {}: {:.4f}\n", key, v);
   return out;
+}
+
+void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
+  if (!at.IsScalar()) {
+    s.ctx().Fail(at, s.Path("profile"), "expected a file name, got " + config::Show(at));
+  }
+  const std::string written = at.Scalar();
+  std::string path;
+  const YAML::Node root = LoadProfile(
+      s, at, written, "storage profile",
+      fmt::format("`stallscope calibrate --dir DIR -o {}` measures a directory and writes one",
+                  written),
+      &path);
+  const Context ctx{path, nullptr};
+  Section top(ctx, root, "");
+  Section meta =
+      ProfileSection(ctx, root, top, "profile", "a storage profile (profile:, storage:)");
+  const std::string date = meta.String("date", "undated");
+  meta.String("host", "");
+  const std::string dir = meta.String("path", "");
+  const bool cold = meta.Bool("cold", false), direct = meta.Bool("direct_io", false);
+  const uint32_t depth = meta.Integer<uint32_t>("io_depth", 0, 0);
+  const uint32_t threads = meta.Integer<uint32_t>("io_threads", 0, 0);
+  meta.Integer<uint64_t>("files", 0, 0);
+  meta.Integer<uint64_t>("probe_files", 0, 0);
+  meta.Size("bytes", 0, false);
+  meta.Finish();
+  Section m = ProfileSection(ctx, root, top, "storage", "a storage profile (profile:, storage:)");
+  for (const char* key : {"bandwidth", "latency"}) {
+    if (!m.node()[key].IsDefined()) {
+      ctx.Fail(m.node(), m.Path(key), "missing: a storage profile names bandwidth and latency");
+    }
+  }
+  SimulatedStorageOptions& x = st.model;
+  x.bandwidth_bytes_per_second = m.Rate("bandwidth", 0);
+  Section l(ctx, m.Get("latency"), "storage.latency");
+  x.latency_p50_seconds = l.Duration("p50", 0, true);
+  x.latency_p99_seconds = l.Duration("p99", x.latency_p50_seconds);
+  l.Finish();
+  if (x.latency_p99_seconds < x.latency_p50_seconds) {
+    ctx.Fail(m.node()["latency"], "storage.latency.p99", "must not be below latency.p50");
+  }
+  x.iops = m.Number("iops", 0, 0, 1e12);
+  m.Finish();
+  top.Finish();
+  st.profile_cold = cold;
+  st.profile_direct = direct;
+  st.model_source =
+      fmt::format("profile {}, {} ({}{}, io_depth {}, {} I/O thread(s), on {})", written, date,
+                  cold ? "cold" : "page-cached", direct ? ", O_DIRECT" : "", depth, threads, dir);
+}
+
+std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StorageProfileInfo& i) {
+  return fmt::format(
+      "# A storage profile: `stallscope calibrate --dir` read {} and fitted the simulator's\n"
+      "# storage model to it: latency from {} files read one at a time (their mean time less\n"
+      "# the transfer), bandwidth from every file read {} in flight. Name it in a directory\n"
+      "# scenario (storage: {{profile: FILE}}) read the same way (cold, direct_io); storage\n"
+      "# keys override single values.\n"
+      "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
+      "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
+      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: 0\n",
+      i.path, i.probe_files, i.io_depth, i.date, i.host, i.path, i.cold, i.direct_io, i.io_depth,
+      i.io_threads, i.files, i.probe_files, i.bytes, RateText(m.bandwidth_bytes_per_second),
+      m.latency_p50_seconds * 1e6, m.latency_p99_seconds * 1e6);
 }
 
 }  // namespace stallscope

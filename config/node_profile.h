@@ -1,5 +1,5 @@
-// Node profiles: the `cluster.node` section of a scenario, and the host profile files that
-// `stallscope calibrate` writes and `cluster.node.profile` (or `--node-profile`) reads.
+// Node and storage profiles: the `cluster.node` section of a scenario, and the host profile files
+// that `stallscope calibrate` writes and `cluster.node.profile` (or `--node-profile`) reads.
 //
 // A profile is YAML:
 //   profile: {date: 2026-12-01T03:10:00Z, host: NAME, trials: 7, sample_size: 112KiB, ...}
@@ -16,6 +16,7 @@
 
 #include "config/node_options.h"
 #include "config/yaml_section.h"
+#include "storage/storage_options.h"
 
 namespace stallscope {
 
@@ -38,6 +39,23 @@ struct ProfileInfo {
 
 // The profile file's text for `node` (round-trips through ReadNodeSection).
 std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info);
+
+// Storage profiles: a directory's storage as the simulator models it, measured by `stallscope
+// calibrate --dir DIR` (app/bench_dir.h, FitDirectoryStorage) and named by storage.profile:
+//   profile: {date:, host:, path: DIR, cold:, direct_io:, io_depth:, io_threads:, files:, ...}
+//   storage: {bandwidth: 412.000MB/s, latency: {p50: 180us, p99: 900us}, iops: 0}
+// Reads the file `at` names (relative as a node profile) into st.model's bandwidth, latency and
+// iops, and sets st.model_source and the read mode it was measured with (profile_cold,
+// profile_direct). Fails (ScenarioError) naming the file and key.
+void ReadStorageProfile(config::Section& s, const YAML::Node& at, StorageOptions& st);
+
+struct StorageProfileInfo {
+  std::string date, host, path;
+  bool cold = false, direct_io = false;
+  uint32_t io_depth = 0, io_threads = 0;
+  uint64_t files = 0, probe_files = 0, bytes = 0;
+};
+std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StorageProfileInfo& info);
 
 }  // namespace stallscope
 

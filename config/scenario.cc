@@ -44,6 +44,10 @@ void ReadDataset(Section s, DatasetOptions& d) {
 void ReadStorage(Section s, StorageOptions& st) {
   st.kind = s.Enum("kind", st.kind, kStorageKindNames);
   SimulatedStorageOptions& m = st.model;
+  const YAML::Node profile = s.Get("profile");
+  const bool profiled = profile.IsDefined() && !profile.IsNull();
+  if (profiled) ReadStorageProfile(s, profile, st);
+  const SimulatedStorageOptions from_profile = m;
   m.bandwidth_bytes_per_second = s.Rate("bandwidth", m.bandwidth_bytes_per_second);
   YAML::Node lat = s.Get("latency");
   if (lat.IsDefined()) {
@@ -62,6 +66,28 @@ void ReadStorage(Section s, StorageOptions& st) {
   m.iops = s.Number("iops", m.iops, 0, 1e12);
   st.direct_io = s.Bool("direct_io", st.direct_io);
   st.cold = s.Bool("cold", st.cold);
+  if (profiled) {
+    if (st.kind != StorageKind::kDirectory) {
+      s.ctx().Fail(profile, s.Path("profile"),
+                   "a storage profile models a directory (storage.kind directory); simulated "
+                   "storage takes bandwidth, latency and iops keys");
+    }
+    if (st.cold != st.profile_cold || st.direct_io != st.profile_direct) {
+      s.ctx().Fail(
+          profile, s.Path("profile"),
+          fmt::format("was measured {}{}, but this scenario reads {}{}: measure one the same "
+                      "way (stallscope calibrate --dir DIR{}{} -o FILE)",
+                      st.profile_cold ? "cold" : "page-cached",
+                      st.profile_direct ? " with O_DIRECT" : "", st.cold ? "cold" : "page-cached",
+                      st.direct_io ? " with O_DIRECT" : "", st.cold ? " --cold" : "",
+                      st.direct_io ? " --direct" : ""));
+    }
+    if (m.bandwidth_bytes_per_second != from_profile.bandwidth_bytes_per_second ||
+        m.latency_p50_seconds != from_profile.latency_p50_seconds ||
+        m.latency_p99_seconds != from_profile.latency_p99_seconds || m.iops != from_profile.iops) {
+      st.model_source += ", with storage keys";
+    }
+  }
   YAML::Node faults = s.Get("faults");
   if (faults.IsDefined()) {
     Section f(s.ctx(), faults, s.Path("faults"));

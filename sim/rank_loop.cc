@@ -33,6 +33,21 @@ SimulatedDataset LoadDataset(const Scenario& s) {
   return d;
 }
 
+namespace {
+
+// The storage's model for `ranks` ranks: a directory's reads in flight are its readers',
+// loader.io_depth per rank.
+SimulatedStorageOptions StorageOf(const Scenario& s, uint64_t ranks) {
+  SimulatedStorageOptions o = s.storage.model;
+  if (s.storage.kind == StorageKind::kDirectory) {
+    o.max_inflight = static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t{s.loader.io.io_depth} * ranks, UINT32_MAX));
+  }
+  return o;
+}
+
+}  // namespace
+
 RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_sample_bytes,
                  bool can_verify) {
   return MakeRunPlan(s.loader, s.run,
@@ -121,7 +136,7 @@ void RankLoop::Setup() {
   // Storage: one model shared by every rank.
   memory_storage_ = s_.storage.kind == StorageKind::kMemory;
   models_.push_back(
-      {std::make_unique<StorageModel>(s_.storage.model, s_.seed, max_bytes_, 0.0), kNever, -1});
+      {std::make_unique<StorageModel>(StorageOf(s_, R), s_.seed, max_bytes_, 0.0), kNever, -1});
 
   // Nodes: local tiers, disk and network models, cores.
   distributed_ = s_.has_distributed_tier();

@@ -54,6 +54,28 @@ RunPlan Simulator::PlanFor(const Scenario& s) {
                   d.can_verify);
 }
 
+std::string DescribeStorageModel(const Scenario& s) {
+  const StorageOptions& st = s.storage;
+  if (st.kind == StorageKind::kMemory) return "memory: no storage model";
+  const SimulatedStorageOptions& m = st.model;
+  const bool limited = m.bandwidth_bytes_per_second > 0 || m.latency_p50_seconds > 0 || m.iops > 0;
+  std::string out = fmt::format(
+      "bandwidth {}, latency p50 {} p99 {}, IOPS {}",
+      m.bandwidth_bytes_per_second > 0 ? FormatRate(m.bandwidth_bytes_per_second) : "unlimited",
+      FormatDuration(m.latency_p50_seconds), FormatDuration(m.latency_p99_seconds),
+      m.iops > 0 ? fmt::format("{:.0f}", m.iops) : "unlimited");
+  if (st.kind == StorageKind::kSimulated) return "simulated storage: " + out;
+  out = fmt::format("directory {}: {}, loader.io_depth {} in flight per rank", s.dataset.path, out,
+                    s.loader.io.io_depth);
+  if (!st.model_source.empty()) return out + " (" + st.model_source + ")";
+  if (!limited) {
+    return out +
+           " (no storage.profile: the directory is modelled without limits; `stallscope "
+           "calibrate --dir DIR -o FILE` measures one)";
+  }
+  return out + " (the scenario's storage keys)";
+}
+
 std::string NodeBinding(const Scenario& s, const VariantResult& v, const NodeUsage& u) {
   if (u.seconds <= 0) return "";
   const double nodes = s.cluster.nodes;

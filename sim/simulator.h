@@ -117,6 +117,11 @@ Scenario OnThisHost(Scenario scenario, const NodeOptions& host);
 std::string NodeBinding(const Scenario& scenario, const VariantResult& result,
                         const NodeUsage& usage);
 
+// How the simulator models the scenario's storage, in words, with where the model came from
+// (the banner and the JSON's storage_model): a directory without storage.profile or storage
+// keys is modelled as storage without limits, and says so.
+std::string DescribeStorageModel(const Scenario& scenario);
+
 // Throws BadInput (exit 2) for a scenario the simulator cannot run, naming the key.
 void CheckSimulatable(const Scenario& scenario);
 

@@ -69,6 +69,11 @@ struct StorageOptions {
   SimulatedStorageOptions model;  // simulated: its model; the simulator: any storage's
   bool direct_io = false;         // directory: O_DIRECT
   bool cold = false;              // directory: evict the page cache before each epoch
+  // Where `model` came from, for the simulator's banner and JSON: empty = the scenario's
+  // storage keys; else "profile FILE, DATE (...)" (storage.profile, which `stallscope calibrate
+  // --dir` measures on a directory).
+  std::string model_source;
+  bool profile_cold = false, profile_direct = false;  // the read mode storage.profile measured
 
   bool operator==(const StorageOptions&) const = default;
 };

@@ -156,8 +156,6 @@ TEST_F(Cli, MaxAcceleratorsReproducesPublishedMlperfStorageResults) {
   }
 }
 
-}  // namespace
-}  // namespace stallscope::cli
 
 namespace stallscope::cli {
 namespace {
@@ -200,6 +198,65 @@ TEST_F(Cli, AdviseBadInputIsRefused) {
   ExpectBadInput(Stallscope("advise " + s + " --au 0.9 --set cost.ram_gib_day=-3"),
                  "cost.ram_gib_day: must be");
   ExpectBadInput(Stallscope("advise " + s), "give the target as --au A or --idle I");
+}
+
+}  // namespace
+}  // namespace stallscope::cli
+
+// A directory's storage profile (issue #22): `calibrate --dir` measures one on a real
+// directory; `simulate` models the directory with a profile's bandwidth and says so on its
+// banner and in the JSON. Ground truth the test sets: a hand-written profile of 10 MB/s under
+// a loader that wants 160 KiB per 1 ms step idles the GPU by 1 − 1 ms / 16.4 ms ≈ 94%; the
+// same directory without a profile is modelled without limits (0%), and says so.
+TEST_F(Cli, ADirectoryIsSimulatedFromItsMeasuredStorageProfile) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 200 --size 16KiB --quiet").code, 0);
+  const std::string measured = (dir_.path() / "measured.yaml").string();
+  const Result cal = Stallscope("calibrate --dir " + data + " --io-depth 8 -o " + measured);
+  ASSERT_EQ(cal.code, 0) << cal.err;
+  const std::string text = Slurp(measured);
+  for (const char* key : {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8"}) {
+    EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
+  }
+  const std::string s = Write("dir.yaml", fmt::format(R"(name: dir
+dataset: {{path: {}}}
+storage: {{kind: directory}}
+loader: {{batch_size: 10, prefetch: 2, workers: 1, io_depth: 8, preprocess: none}}
+gpu: {{step_time: 1ms}}
+run: {{epochs: 1, verify: false}}
+)",
+                                                      data));
+  const std::string json = (dir_.path() / "m.json").string();
+  const Result r =
+      Stallscope("simulate " + s + " --set storage.profile=" + measured + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("(profile " + measured + ", 20"), std::string::npos) << r.err;
+  EXPECT_NE(ReadJson(json)["storage_model"]["base"].get<std::string>().find("profile " + measured),
+            std::string::npos);
+  // Known bandwidth: 10 MB/s.
+  const std::string slow = Write("slow.yaml", R"(profile: {date: 2026-12-02, cold: false}
+storage: {bandwidth: 10MB/s, latency: {p50: 1us, p99: 1us}}
+)");
+  ASSERT_EQ(
+      Stallscope("simulate " + s + " --quiet --set storage.profile=" + slow + " --json " + json)
+          .code,
+      0);
+  const double want = 1 - 1e-3 / (10 * 16384 / 10e6);
+  EXPECT_NEAR(ReadJson(json)["variants"][0]["gpu_idle_fraction"].get<double>(), want, 0.02);
+  const Result open = Stallscope("simulate " + s + " --json " + json);
+  ASSERT_EQ(open.code, 0) << open.err;
+  EXPECT_NEAR(ReadJson(json)["variants"][0]["gpu_idle_fraction"].get<double>(), 0, 0.02);
+  EXPECT_NE(open.err.find("modelled without limits"), std::string::npos) << open.err;
+  // Measured one way, read another; a profile for simulated storage; a profile without latency.
+  ExpectBadInput(
+      Stallscope("simulate " + s + " --set storage.profile=" + slow + " --set storage.cold=true"),
+      "storage.profile: was measured page-cached, but this scenario reads cold");
+  ExpectBadInput(Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --set " +
+                            "storage.profile=" + slow),
+                 "a storage profile models a directory");
+  const std::string bad = Write("bad.yaml", "profile: {}\nstorage: {bandwidth: 1GB/s}\n");
+  ExpectBadInput(Stallscope("simulate " + s + " --set storage.profile=" + bad),
+                 "storage.latency: missing");
 }
 
 }  // namespace

@@ -111,7 +111,8 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co) {
       "work (normalize, verify, JPEG decode, landing received bytes, memcpy, copying into fresh "
       "pages, preprocess.cost), each the median of --trials with its spread, and the cores and "
       "memory; writes a node profile (YAML) for `simulate --node-profile FILE` or "
-      "cluster.node.profile");
+      "cluster.node.profile. With --dir DIR: a storage profile of that directory instead, for "
+      "storage.profile");
   calibrate->add_option("-o,--output", co.output, "Profile file to write (default: stdout)");
   calibrate->add_option("--sample-size", co.sample_size, "Sample size the rates are measured on")
       ->capture_default_str();
@@ -120,6 +121,19 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co) {
   calibrate->add_option("--trials", co.trials, "Trials of each rate (the median is kept)")
       ->capture_default_str();
   calibrate->add_flag("--quiet", co.quiet, "Print nothing but the profile");
+  calibrate->add_option("--dir", co.dir,
+                        "Measure this dataset directory's storage instead (bandwidth from every "
+                        "file at --io-depth, latency from files read one at a time): a storage "
+                        "profile for a directory scenario's storage.profile");
+  calibrate->add_flag("--cold", co.cold,
+                      "With --dir: evict the files from the page cache before each read (as "
+                      "storage.cold: true)");
+  calibrate->add_flag("--direct", co.direct, "With --dir: read with O_DIRECT (storage.direct_io)");
+  calibrate->add_option("--io-depth", co.io_depth, "With --dir: reads in flight (loader.io_depth)")
+      ->capture_default_str();
+  calibrate
+      ->add_option("--io-threads", co.io_threads, "With --dir: I/O threads (loader.io_threads)")
+      ->capture_default_str();
   return calibrate;
 }
 
