@@ -71,6 +71,12 @@ Scenario TrainingScenario(const BenchDirCommandOptions& o, uint32_t batch, doubl
     throw BadInput("--preprocess " + o.preprocess +
                    ": expected auto, none, normalize or jpeg-decode");
   }
+  const auto cost = ParseDuration(o.preprocess_cost);
+  if (!cost || *cost < 0 || *cost > 60) {
+    throw BadInput("--preprocess-cost " + o.preprocess_cost +
+                   ": expected a duration from 0 to 60s, e.g. 2ms");
+  }
+  s.loader.preprocess.cost = *cost;
   s.gpu.device = DeviceKind::kEmulated;
   s.gpu.step_time = step;
   s.run.epochs = 1;
@@ -95,12 +101,16 @@ nlohmann::json TrainingReport(const BenchDirCommandOptions& o, const Scenario& s
                               const VariantResult& v, uint64_t max_accelerators, int clients) {
   const uint32_t batch = s.loader.batch_size;
   const double step = s.gpu.step_time;
-  const char* preprocess = NameOf(s.loader.preprocess.kind);
+  const double cost = s.loader.preprocess.cost;
+  const std::string preprocess =
+      std::string(NameOf(s.loader.preprocess.kind)) +
+      (cost > 0 ? fmt::format(" + {} of CPU per sample", FormatDuration(cost)) : "");
   nlohmann::json training = VariantToJson(v);
   training["max_accelerators_at_au_0_9"] = max_accelerators;
   training["batch_size"] = batch;
   training["step_seconds"] = step;
-  training["preprocess"] = preprocess;
+  training["preprocess"] = NameOf(s.loader.preprocess.kind);
+  training["preprocess_cost_seconds"] = cost;
   std::cout << fmt::format(
       "\ntraining loop ({}batch {}, step {}, {} workers, preprocess {}, emulated accelerator{}):\n"
       "  GPU idle {:.1f}%   AU {:.1f}%   {:.0f} samples/s\n  {}\n"
@@ -246,12 +256,15 @@ int BenchDirRanks(const BenchDirCommandOptions& o, MpiJob& job) {
 int BenchDirCommand(const BenchDirCommandOptions& o) {
   if (MpiJob* job = MpiJob::FromLauncher(); job && job->size() > 1) return BenchDirRanks(o, *job);
   const auto [batch, step] = BatchAndStep(o);
+  // The training loop's options are checked before anything is read.
+  const std::optional<Scenario> training =
+      batch > 0 ? std::optional(TrainingScenario(o, batch, step)) : std::nullopt;
   std::ofstream json_out = OpenJson(o.json);
   const BenchDirResult r = BenchDirectory(o.storage);
   std::cout << FormatBenchDir(r) << std::flush;
   nlohmann::json doc = BenchDirToJson(r);
-  if (batch > 0) {
-    const Scenario s = TrainingScenario(o, batch, step);
+  if (training) {
+    const Scenario& s = *training;
     auto storage = MakeStorage(s, o.storage.quiet);
     auto device = MakeDevice(s);
     const VariantResult v = RunVariant(s, *storage, *device, RunHooks{.quiet = o.storage.quiet});

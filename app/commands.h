@@ -99,8 +99,9 @@ struct BenchDirCommandOptions {
   uint32_t batch = 0;  // 0: no training loop
   std::string step_time = "0";
   uint32_t workers = 2;
-  std::string workload;             // resnet50 | unet3d | cosmoflow
-  std::string preprocess = "auto";  // auto: jpeg-decode when the files are JPEGs, else none
+  std::string workload;               // resnet50 | unet3d | cosmoflow
+  std::string preprocess = "auto";    // auto: jpeg-decode when the files are JPEGs, else none
+  std::string preprocess_cost = "0";  // extra CPU work per sample (loader.preprocess.cost)
 };
 int BenchDirCommand(const BenchDirCommandOptions& options);
 

@@ -47,6 +47,11 @@ CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench) {
                    "Training loop's preprocessing: auto (jpeg-decode for JPEG files, else "
                    "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
       ->capture_default_str();
+  bench_dir
+      ->add_option("--preprocess-cost", bench.preprocess_cost,
+                   "Training loop: real CPU work per sample on top of --preprocess (e.g. 2ms; "
+                   "loader.preprocess.cost, DLIO's preprocess_time but busy, not asleep)")
+      ->capture_default_str();
   bench_dir->add_option("--workload", bench.workload,
                         "MLPerf Storage H100 workload: resnet50 (batch 400, 0.224 s), unet3d "
                         "(batch 7, 0.323 s) or cosmoflow (batch 1, 0.0035 s)");
