@@ -22,6 +22,23 @@ namespace stallscope {
 
 namespace {
 
+// The profile into -o's file (opened before measuring), or onto stdout without -o.
+void WriteProfile(const std::string& text, std::ofstream& file, const std::string& output) {
+  if (!file.is_open()) {
+    std::cout << text << std::flush;
+    return;
+  }
+  file << text;
+  file.close();
+  if (!file) throw RunFailed(output + ": writing the profile failed");
+}
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
 // `calibrate --dir`: the directory's storage, fitted (FitDirectoryStorage) and written as a
 // storage profile.
 int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
@@ -47,9 +64,7 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
   const DirectoryFit fit = FitDirectoryStorage(d);
   StorageProfileInfo info;
   info.date = UtcNow();
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  info.host = host;
+  info.host = HostName();
   info.path = std::filesystem::absolute(o.dir).lexically_normal().string();
   info.cold = o.cold;
   info.direct_io = o.direct;
@@ -58,15 +73,8 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
   info.files = fit.deep.files;
   info.probe_files = fit.probe.latencies.size();
   info.bytes = fit.deep.bytes;
-  const std::string text = StorageProfileYaml(fit.model, info);
-  if (!file.is_open()) {
-    std::cout << text << std::flush;
-    return 0;
-  }
-  file << text;
-  file.close();
-  if (!file) throw RunFailed(o.output + ": writing the profile failed");
-  if (!o.quiet) {
+  WriteProfile(StorageProfileYaml(fit.model, info), file, o.output);
+  if (!o.output.empty() && !o.quiet) {
     std::fprintf(stderr,
                  "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
                  "time: p50 %s, p99 %s)\nwrote %s (storage: {profile: %s})\n",
@@ -110,9 +118,7 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   HostMeasurement m = MeasureHost(static_cast<uint64_t>(*size), o.image_size, o.trials);
   ProfileInfo info;
   info.date = UtcNow();
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  info.host = host;
+  info.host = HostName();
   info.trials = m.trials;
   info.sample_size = static_cast<uint64_t>(*size);
   info.image_size = o.image_size;
@@ -127,15 +133,8 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   } else {
     info.notes["memory"] = "not measured: /proc/meminfo unreadable; the default";
   }
-  const std::string text = NodeProfileYaml(m.node, info);
-  if (o.output.empty()) {
-    std::cout << text << std::flush;
-    return 0;
-  }
-  file << text;
-  file.close();
-  if (!file) throw RunFailed(o.output + ": writing the profile failed");
-  if (!o.quiet) {
+  WriteProfile(NodeProfileYaml(m.node, info), file, o.output);
+  if (!o.output.empty() && !o.quiet) {
     for (const NodeRate& r : kNodeRates) {
       const auto it = m.spread.find(r.key);
       if (it == m.spread.end()) continue;

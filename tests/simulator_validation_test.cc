@@ -256,6 +256,20 @@ void Validate(const Case& c, Simulator& sim) {
   }
 }
 
+// The `stallscope gen` directory real_directory.yaml reads, made under `scratch`: 4000 files as
+// its header comment says, flushed to disk, so the write-back of 440 MB does not run beside
+// the measured runs.
+std::string DemoDirectory(const std::filesystem::path& scratch) {
+  GenerateOptions g;
+  g.dir = (scratch / "demo").string();
+  g.samples = 4000;
+  g.size_mean = 112 * 1024;
+  g.size_stdev = 24 * 1024;
+  GenerateDataset(g);
+  sync();
+  return g.dir;
+}
+
 Simulator& SharedSimulator() {
   static Simulator sim;
   return sim;
@@ -285,17 +299,8 @@ TEST(SimulatorValidation, EveryShippedScenario) {
     }
     if (c.label == "straggler") c.skip = {{"*", "1 x 1 has no straggler (multirank_validation)"}};
     if (c.label == "real_directory") {
-      // real_directory.yaml reads a `stallscope gen` directory: made here, 4000 files as its
-      // header comment says, and flushed to disk, so the write-back of 440 MB does not run
-      // beside the measured runs. Each variant's storage is fitted (FitDirectory) as it reads.
-      GenerateOptions g;
-      g.dir = (dir.path() / "demo").string();
-      g.samples = 4000;
-      g.size_mean = 112 * 1024;
-      g.size_stdev = 24 * 1024;
-      GenerateDataset(g);
-      sync();
-      c.sets.push_back(ParseSetArgument("dataset.path=" + g.dir));
+      // Each variant's storage is fitted (FitDirectory) as it reads.
+      c.sets.push_back(ParseSetArgument("dataset.path=" + DemoDirectory(dir.path())));
       // The page cache serves the loader faster than it reads: the fed case. The others are
       // compared in DirectoryStorageThrottled: unthrottled, this VM's disk serves the cold
       // reads faster than the loader takes them (no idle to predict), and one read at a time
@@ -320,16 +325,10 @@ TEST(SimulatorValidation, EveryShippedScenario) {
 // ~37 ms of reads per 20 ms step; direct-qd1 one read at a time per 5 ms step.
 TEST(SimulatorValidation, DirectoryStorageThrottled) {
   testing::ScratchDir dir("simval-dir");
-  GenerateOptions g;
-  g.dir = (dir.path() / "demo").string();
-  g.samples = 4000;
-  g.size_mean = 112 * 1024;
-  g.size_stdev = 24 * 1024;
-  GenerateDataset(g);
-  sync();
+  const std::string demo = DemoDirectory(dir.path());
   for (const char* v : {"direct-io", "direct-qd1"}) {
     Validate({std::string(STALLSCOPE_SCENARIOS) + "/real_directory.yaml",
-              {ParseSetArgument("dataset.path=" + g.dir)},
+              {ParseSetArgument("dataset.path=" + demo)},
               "real_directory at 200 MB/s",
               v,
               {},
