@@ -131,27 +131,23 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   DirectoryStorageOptions one = o;
   one.io.io_depth = 1;
   one.io.io_threads = 1;
-  const uint64_t ranks = std::max<uint64_t>(1, f.deep.files / std::max<uint64_t>(probe_files, 1));
+  const uint64_t probes = std::max<uint64_t>(probe_files, 1);
+  const uint64_t ranks = std::max<uint64_t>(1, (f.deep.files + probes - 1) / probes);
   f.probe = BenchDirectory(one, RankShard{0, static_cast<uint32_t>(ranks)});
   if (f.deep.bytes_per_second <= 0 || f.probe.latencies.empty()) {
     throw StorageError(o.dataset.path + ": no file could be read to measure the storage");
   }
   SimulatedStorageOptions& m = f.model;
   m.bandwidth_bytes_per_second = f.deep.bytes_per_second;
-  const auto n = static_cast<double>(f.probe.latencies.size());
-  double total = 0;
-  for (double t : f.probe.latencies) total += t;
-  const double transfer = static_cast<double>(f.probe.bytes) / n / m.bandwidth_bytes_per_second;
-  // The lognormal's mean is the probe's mean time less the transfer (what a read at a time
-  // delivers); its p99 / p50 the probe's, at most kMaxTailRatio: a throttled or bursty device
-  // answers most reads at once and holds a few for tens of ms, a shape whose p99 / p50 in the
-  // hundreds would give a lognormal a mean far above the measured one.
-  const double mean = std::max(1e-6, total / n - transfer);
-  const double ratio =
-      std::clamp(f.probe.latency_p99 / std::max(f.probe.latency_p50, 1e-9), 1.0, kMaxTailRatio);
-  const double sigma = std::log(ratio) / 2.3263478740408408;  // z of the 99th percentile
-  m.latency_p50_seconds = mean / std::exp(sigma * sigma / 2);
-  m.latency_p99_seconds = m.latency_p50_seconds * ratio;
+  // The probe's own times are the latency: the model's bandwidth bucket (at least one largest
+  // sample deep) refills while a read waits out its latency, so a read at a time takes about
+  // max(latency, transfer), as a device does that answers in its own time unless its bandwidth
+  // (or a throttle) holds it back. p99 is capped at kMaxTailRatio × p50: a throttled device
+  // answers most reads at once and holds a few for tens of ms (its bandwidth, which the bucket
+  // already charges), a tail that a lognormal would turn into a mean far above the measured.
+  m.latency_p50_seconds = std::max(1e-6, f.probe.latency_p50);
+  m.latency_p99_seconds =
+      std::clamp(f.probe.latency_p99, m.latency_p50_seconds, kMaxTailRatio * m.latency_p50_seconds);
   m.max_inflight = o.io.io_depth;
   return f;
 }

@@ -47,11 +47,11 @@ BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 // The simulator's storage model of a directory read the way `o` reads it (cold, direct_io,
 // io_depth, io_threads), fitted from two timed reads (`calibrate --dir`): every file at
 // o.io.io_depth in flight gives the bandwidth (bytes/s); up to `probe_files` of them (an even
-// spread of the listing), read one at a time on one thread, give the latency: a lognormal
-// whose mean is their mean time less the mean file's transfer at that bandwidth (the model
-// adds the transfer after the latency, so reads one at a time deliver what they did) and whose
-// p99 / p50 is theirs, at most kMaxTailRatio. Page-cached (not cold): the files are read once
-// first, untimed, so both timed reads find them cached.
+// spread of the listing), read one at a time on one thread, give the latency: their p50, and
+// their p99 at most kMaxTailRatio × p50 (the model's bandwidth bucket refills during a read's
+// latency, so a read at a time takes about max(latency, transfer), as on the device). Page-cached
+// (not cold): the files are read once first, untimed, so both timed reads find them cached. The
+// model fits the scenario's io_depth best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
 struct DirectoryFit {
   SimulatedStorageOptions model;

@@ -22,16 +22,42 @@ namespace stallscope {
 
 namespace {
 
-// The profile into -o's file (opened before measuring), or onto stdout without -o.
-void WriteProfile(const std::string& text, std::ofstream& file, const std::string& output) {
-  if (!file.is_open()) {
-    std::cout << text << std::flush;
-    return;
+// Where the profile goes: -o's file, written under a temporary name opened before measuring
+// (a bad path is bad input before a minute of work) and renamed over it at the end, so a
+// failed calibration leaves an earlier profile as it was; stdout without -o.
+class ProfileOutput {
+ public:
+  explicit ProfileOutput(const std::string& output) : output_(output) {
+    if (output.empty()) return;
+    temporary_ = output + ".tmp";
+    file_.open(temporary_);
+    if (!file_) throw BadInput(output + ": cannot write the profile");
   }
-  file << text;
-  file.close();
-  if (!file) throw RunFailed(output + ": writing the profile failed");
-}
+  ~ProfileOutput() {
+    if (!temporary_.empty() && !done_) std::remove(temporary_.c_str());
+  }
+  ProfileOutput(const ProfileOutput&) = delete;
+  ProfileOutput& operator=(const ProfileOutput&) = delete;
+  bool to_file() const { return !output_.empty(); }
+
+  void Write(const std::string& text) {
+    if (output_.empty()) {
+      std::cout << text << std::flush;
+      return;
+    }
+    file_ << text;
+    file_.close();
+    if (!file_ || std::rename(temporary_.c_str(), output_.c_str()) != 0) {
+      throw RunFailed(output_ + ": writing the profile failed");
+    }
+    done_ = true;
+  }
+
+ private:
+  std::string output_, temporary_;
+  std::ofstream file_;
+  bool done_ = false;
+};
 
 std::string HostName() {
   char host[256] = {};
@@ -41,13 +67,7 @@ std::string HostName() {
 
 // `calibrate --dir`: the directory's storage, fitted (FitDirectoryStorage) and written as a
 // storage profile.
-int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
-  if (o.io_depth < 1 || o.io_depth > 4096) {
-    throw BadInput(fmt::format("--io-depth {}: expected 1 to 4096", o.io_depth));
-  }
-  if (o.io_threads < 1 || o.io_threads > 64) {
-    throw BadInput(fmt::format("--io-threads {}: expected 1 to 64", o.io_threads));
-  }
+int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   DirectoryStorageOptions d;
   d.dataset.path = o.dir;
   d.storage.kind = StorageKind::kDirectory;
@@ -56,6 +76,10 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
   d.io.io_depth = o.io_depth;
   d.io.io_threads = o.io_threads;
   d.quiet = o.quiet;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.dir, ec)) {
+    throw BadInput("--dir " + o.dir + ": not a directory (a dataset folder to measure)");
+  }
   if (!o.quiet) {
     std::fprintf(
         stderr, "measuring %s (%s%s): every file at io_depth %u, then some one at a time\n",
@@ -67,14 +91,14 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, std::ofstream& file) {
   info.host = HostName();
   info.path = std::filesystem::absolute(o.dir).lexically_normal().string();
   info.cold = o.cold;
-  info.direct_io = o.direct;
+  info.direct_io = fit.deep.direct;  // false where the filesystem refused O_DIRECT
   info.io_depth = o.io_depth;
   info.io_threads = o.io_threads;
   info.files = fit.deep.files;
   info.probe_files = fit.probe.latencies.size();
   info.bytes = fit.deep.bytes;
-  WriteProfile(StorageProfileYaml(fit.model, info), file, o.output);
-  if (!o.output.empty() && !o.quiet) {
+  out.Write(StorageProfileYaml(fit.model, info));
+  if (out.to_file() && !o.quiet) {
     std::fprintf(stderr,
                  "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
                  "time: p50 %s, p99 %s)\nwrote %s (storage: {profile: %s})\n",
@@ -102,13 +126,19 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   if (o.trials < 1 || o.trials > 1000) {
     throw BadInput(fmt::format("--trials {}: expected 1 to 1000", o.trials));
   }
-  // Open the output first: a bad path is bad input before a minute of measuring.
-  std::ofstream file;
-  if (!o.output.empty()) {
-    file.open(o.output);
-    if (!file) throw BadInput(o.output + ": cannot write the profile");
+  if (o.dir.empty() && (o.cold || o.direct || o.io_depth != 64 || o.io_threads != 1)) {
+    throw BadInput(
+        "--cold, --direct, --io-depth and --io-threads measure a directory: give "
+        "it with --dir DIR");
   }
-  if (!o.dir.empty()) return CalibrateDirectory(o, file);
+  if (o.io_depth < 1 || o.io_depth > 4096) {
+    throw BadInput(fmt::format("--io-depth {}: expected 1 to 4096", o.io_depth));
+  }
+  if (o.io_threads < 1 || o.io_threads > kMaxIoThreads) {
+    throw BadInput(fmt::format("--io-threads {}: expected 1 to {}", o.io_threads, kMaxIoThreads));
+  }
+  ProfileOutput out(o.output);
+  if (!o.dir.empty()) return CalibrateDirectory(o, out);
   if (!o.quiet) {
     std::fprintf(stderr,
                  "measuring this host: %d trials of each rate on %s samples, JPEG decode "
@@ -133,8 +163,8 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   } else {
     info.notes["memory"] = "not measured: /proc/meminfo unreadable; the default";
   }
-  WriteProfile(NodeProfileYaml(m.node, info), file, o.output);
-  if (!o.output.empty() && !o.quiet) {
+  out.Write(NodeProfileYaml(m.node, info));
+  if (out.to_file() && !o.quiet) {
     for (const NodeRate& r : kNodeRates) {
       const auto it = m.spread.find(r.key);
       if (it == m.spread.end()) continue;

@@ -110,7 +110,23 @@ void ReadProfile(const Section& s, const YAML::Node& at, const std::string& writ
 }
 
 std::string RateText(double v) {
-  return v >= 1e9 ? fmt::format("{:.3f}GB/s", v / 1e9) : fmt::format("{:.3f}MB/s", v / 1e6);
+  return v >= 1e9   ? fmt::format("{:.3f}GB/s", v / 1e9)
+         : v >= 1e6 ? fmt::format("{:.3f}MB/s", v / 1e6)
+                    : fmt::format("{:.3f}B/s", v);
+}
+
+// A YAML double-quoted scalar: any path or host name reads back as written.
+std::string Quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -147,8 +163,8 @@ std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info) {
       "# pass --node-profile FILE to `simulate`; cluster.node keys override single values.\n"
       "profile:\n  date: {}\n  host: {}\n  trials: {}\n  sample_size: {}\n  image_size: {}\n"
       "node:\n  cores: {}{}\n",
-      info.trials, info.date, info.host, info.trials, info.sample_size, info.image_size, node.cores,
-      note("cores"));
+      info.trials, info.date, Quoted(info.host), info.trials, info.sample_size, info.image_size,
+      node.cores, note("cores"));
   for (const NodeRate& r : kNodeRates) {
     const double v = node.*(r.field);
     out += fmt::format("  {}: {}{}\n", r.key, IsFactor(r) ? fmt::format("{:.4f}", v) : RateText(v),
@@ -213,16 +229,17 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
 std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StorageProfileInfo& i) {
   return fmt::format(
       "# A storage profile: `stallscope calibrate --dir` read {} and fitted the simulator's\n"
-      "# storage model to it: latency from {} files read one at a time (their mean time less\n"
-      "# the transfer), bandwidth from every file read {} in flight. Name it in a directory\n"
-      "# scenario (storage: {{profile: FILE}}) read the same way (cold, direct_io); storage\n"
-      "# keys override single values.\n"
+      "# storage model to it: latency from {} files read one at a time (their p50 and p99,\n"
+      "# the p99 at most 4 x the p50), bandwidth from every file read {} in flight. Name it in\n"
+      "# a directory scenario (storage: {{profile: FILE}}) read the same way (cold, direct_io)\n"
+      "# at this io_depth or below; storage keys override single values.\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
       "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: 0\n",
-      i.path, i.probe_files, i.io_depth, i.date, i.host, i.path, i.cold, i.direct_io, i.io_depth,
-      i.io_threads, i.files, i.probe_files, i.bytes, RateText(m.bandwidth_bytes_per_second),
-      m.latency_p50_seconds * 1e6, m.latency_p99_seconds * 1e6);
+      i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
+      i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
+      RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
+      m.latency_p99_seconds * 1e6);
 }
 
 }  // namespace stallscope

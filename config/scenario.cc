@@ -52,8 +52,11 @@ void ReadStorage(Section s, StorageOptions& st) {
   YAML::Node lat = s.Get("latency");
   if (lat.IsDefined()) {
     Section l(s.ctx(), lat, s.Path("latency"));
-    m.latency_p50_seconds = l.Duration("p50", 0);
-    m.latency_p99_seconds = l.Duration("p99", m.latency_p50_seconds);
+    // Over a profile, either value alone replaces the profile's (p99 stays at least p50).
+    m.latency_p50_seconds = l.Duration("p50", m.latency_p50_seconds);
+    m.latency_p99_seconds =
+        l.Duration("p99", profiled ? std::max(m.latency_p99_seconds, m.latency_p50_seconds)
+                                   : m.latency_p50_seconds);
     l.Finish();
     if (m.latency_p99_seconds < m.latency_p50_seconds) {
       s.ctx().Fail(lat, s.Path("latency.p99"), "must not be below latency.p50");

@@ -156,7 +156,6 @@ TEST_F(Cli, MaxAcceleratorsReproducesPublishedMlperfStorageResults) {
   }
 }
 
-
 namespace stallscope::cli {
 namespace {
 
@@ -254,6 +253,15 @@ storage: {bandwidth: 10MB/s, latency: {p50: 1us, p99: 1us}}
   ExpectBadInput(Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --set " +
                             "storage.profile=" + slow),
                  "a storage profile models a directory");
+  // One latency value over the profile's: the other stays the profile's.
+  EXPECT_EQ(Stallscope("simulate " + s + " --quiet --set storage.profile=" + slow +
+                       " --set storage.latency.p99=5ms")
+                .code,
+            0);
+  // A calibration that fails leaves the earlier profile as it was; directory flags need --dir.
+  ExpectBadInput(Stallscope("calibrate --dir " + data + "-missing -o " + measured), "missing");
+  EXPECT_EQ(Slurp(measured), text);
+  ExpectBadInput(Stallscope("calibrate --cold"), "give it with --dir DIR");
   const std::string bad = Write("bad.yaml", "profile: {}\nstorage: {bandwidth: 1GB/s}\n");
   ExpectBadInput(Stallscope("simulate " + s + " --set storage.profile=" + bad),
                  "storage.latency: missing");
