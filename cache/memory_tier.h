@@ -36,6 +36,9 @@ class MemoryTier final : public CacheTier {
   TierStats Stats() const override;
   std::string Describe() const override;
   uint64_t block_bytes() const { return block_; }
+  // The arena's address space: the capacity's whole blocks, at most what every id's largest
+  // item takes.
+  uint64_t reserved_bytes() const { return arena_bytes_; }
 
   // The tier's geometry, shared with the simulator's model of it (pipeline/simulator.cc):
   // the block size for a largest sample of `max_item_bytes`; the number of shards (a power of
