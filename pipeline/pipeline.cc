@@ -346,7 +346,7 @@ void Pipeline::WorkerLoop(int worker) {
       std::unique_lock lock(mu_);
       worker_cv_.wait(lock, [&] { return stop_ || !fetched_.empty(); });
       if (stop_ && fetched_.empty()) break;
-      if (stop_ && failed_) break;
+      if (stopping_) break;  // a failure or a stop request: what is fetched is abandoned
       slot = slots_[fetched_.front()].get();
       chunk = slot->next_chunk++;
       if (slot->next_chunk == plan_.chunks_per_batch) fetched_.pop_front();
@@ -358,7 +358,7 @@ void Pipeline::WorkerLoop(int worker) {
     const uint32_t begin = std::min(slot->count, chunk * per);
     const uint32_t end = std::min(slot->count, begin + per);
     uint64_t verified = 0, bad = 0;
-    for (uint32_t i = begin; i < end; ++i) {
+    for (uint32_t i = begin; i < end && !stopping_.load(std::memory_order_relaxed); ++i) {
       if (slot->skipped[i]) continue;
       const std::byte* raw = slot->raw_at(i, plan_.raw_stride);
       if (verify) {
@@ -381,8 +381,9 @@ void Pipeline::WorkerLoop(int worker) {
       } else if (plan_.normalize) {
         NormalizeBytes(raw, slot->bytes[i], staged);
       }
-      if (burner) sink ^= burner->Burn(options_.loader.preprocess.cost, slot->ids[i]);
+      if (burner) sink ^= burner->Burn(options_.loader.preprocess.cost, slot->ids[i], &stopping_);
     }
+    if (stopping_) break;  // the chunk is incomplete: never marked ready
     if (verified) verified_.fetch_add(verified, std::memory_order_relaxed);
     if (bad) integrity_errors_.fetch_add(bad, std::memory_order_relaxed);
     const double t1 = MonotonicSeconds();

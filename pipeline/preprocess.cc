@@ -92,9 +92,18 @@ CpuBurner::CpuBurner() {
   rate_ = static_cast<double>(kIterations) / std::max(best, 1e-9);
 }
 
-uint64_t CpuBurner::Burn(double seconds, uint64_t salt) const {
+uint64_t CpuBurner::Burn(double seconds, uint64_t salt, const std::atomic<bool>* cancel) const {
   if (seconds <= 0) return 0;
-  return Chain(salt | 1, static_cast<uint64_t>(seconds * rate_));
+  // In slices of about 1 ms, so that a stop request is seen within one: a cost of minutes per
+  // sample must not hold a run's stop (issue #21).
+  const uint64_t slice = std::max<uint64_t>(static_cast<uint64_t>(rate_ * 1e-3), 1);
+  uint64_t left = static_cast<uint64_t>(seconds * rate_), x = salt | 1;
+  while (left > 0 && !(cancel && cancel->load(std::memory_order_relaxed))) {
+    const uint64_t n = std::min(left, slice);
+    x = Chain(x, n);
+    left -= n;
+  }
+  return x;
 }
 
 const CpuBurner& CpuBurner::Get() {

@@ -11,6 +11,7 @@
 #ifndef STALLSCOPE_PIPELINE_PREPROCESS_H_
 #define STALLSCOPE_PIPELINE_PREPROCESS_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -38,7 +39,8 @@ class CpuBurner {
   // Measures this machine's speed on the hash chain (takes ~20 ms).
   CpuBurner();
   // Runs about `seconds` of computation on one core; returns a value that depends on it.
-  uint64_t Burn(double seconds, uint64_t salt) const;
+  // Returns early (within about 1 ms) once `cancel` is set.
+  uint64_t Burn(double seconds, uint64_t salt, const std::atomic<bool>* cancel = nullptr) const;
   double iterations_per_second() const { return rate_; }
 
   // The process-wide instance, calibrated on first use.

@@ -170,6 +170,37 @@ variants:
   }
 }
 
+// A stop request while every worker is inside a 60 s work item (issue #21: such a run once
+// ran on for 12 minutes after SIGTERM): the run ends within 2 s, exit 128 + SIGTERM, with its
+// partial result written.
+TEST_F(Cli, AStopEndsAWorkerInsideALongWorkItem) {
+  const std::string s = Write("slow.yaml", R"(name: slow
+dataset: {samples: 64, sample_size: 4KiB}
+storage: {kind: simulated}
+loader: {batch_size: 4, workers: 2, preprocess: {kind: normalize, cost: 60s}}
+gpu: {step_time: 1ms}
+run: {epochs: 1}
+)");
+  const std::string json = (dir_.path() / "slow.json").string();
+  const std::string bin = STALLSCOPE_BIN;
+  const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json});
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::duration<double>(1.5 * testing::kTimingSlack));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 2.0 * testing::kTimingSlack);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  std::ifstream in(json);
+  ASSERT_TRUE(in) << "no partial result written";
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["variants"][0]["steps"], 0);
+}
+
 // 50 times: SIGKILL `stallscope run` at a random moment while its disk tier fills, then a
 // verified run on the same cache directory: zero wrong bytes, and the tier keeps serving.
 TEST_F(Cli, KilledRunsNeverLeaveWrongBytesInTheDiskTier) {
