@@ -131,6 +131,12 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorag
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
   CheckRunnable(s, hooks.shard.ranks);
+  const ListingSkips skips = storage.listing_skips();
+  if (skips.count > 0 && s.loader.on_error == OnError::kFail) {
+    throw RunFailed(
+        fmt::format("{}: loader.on_error fail: {} dataset entries are not samples (first: {})",
+                    s.file, skips.count, skips.first.front()));
+  }
   PipelineOptions po = s.pipeline();
   if (static_cast<int64_t>(hooks.shard.rank) == s.cluster.straggler.rank) {
     po.loader.preprocess.cost *= s.cluster.straggler.slowdown;  // this rank is the slow one
@@ -210,6 +216,8 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   }
   v.partial = record.partial;
   v.gpu_hour_cost = s.gpu_hour_cost;
+  v.entries_skipped = skips.count;
+  v.entries_skipped_first = skips.first;
   return v;
 }
 

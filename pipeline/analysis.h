@@ -122,6 +122,10 @@ struct VariantResult {
   uint64_t samples_delivered = 0, samples_verified = 0, integrity_errors = 0, samples_skipped = 0;
   uint64_t read_errors = 0;
   std::vector<uint64_t> skipped_samples;
+  // Dataset entries the listing skipped as not samples (Storage::listing_skips): how many, and
+  // the first few named.
+  uint64_t entries_skipped = 0;
+  std::vector<std::string> entries_skipped_first;
   double step_wait_p50 = 0, step_wait_p99 = 0;
   uint64_t steps = 0;
   std::vector<EpochResult> epochs;

@@ -129,6 +129,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
       {"integrity_errors", v.integrity_errors},
       {"samples_skipped", v.samples_skipped},
       {"skipped_samples", v.skipped_samples},
+      {"dataset_entries_skipped",
+       {{"count", v.entries_skipped}, {"first", v.entries_skipped_first}}},
       {"read_errors", v.read_errors},
       {"step_wait_seconds", {{"p50", v.step_wait_p50}, {"p99", v.step_wait_p99}}},
       {"epochs", epochs},

@@ -122,9 +122,10 @@ void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
     const fs::path dir = stack.back();
     stack.pop_back();
     fs::directory_iterator it(dir, ec);
-    if (ec) throw StorageError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) throw StorageError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+    if (ec && dir == root) {
+      throw StorageError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+    }
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
       std::error_code sec;
       if (it->is_symlink(sec)) {
         const std::string target = fs::canonical(it->path(), sec).string();
@@ -137,8 +138,21 @@ void DirectoryStorage::ListFiles(const std::filesystem::path& root) {
       } else if (it->is_regular_file(sec)) {
         std::string rel = it->path().lexically_relative(root).generic_string();
         if (rel != kManifestName) files_.push_back({std::move(rel), "", 0, 0});
+      } else {
+        listing_skips_.Add(it->path().string() + " (not a regular file)");
       }
     }
+    if (ec) listing_skips_.Add(fmt::format("{} (cannot list: {})", dir.string(), ec.message()));
+    ec.clear();
+  }
+  if (listing_skips_.count > 0 && !options_.quiet) {
+    std::string names;
+    for (const std::string& n : listing_skips_.first) names += "\n  " + n;
+    std::fprintf(stderr, "notice: %s: %llu entr%s skipped, not samples:%s%s\n",
+                 options_.dataset.path.c_str(),
+                 static_cast<unsigned long long>(listing_skips_.count),
+                 listing_skips_.count == 1 ? "y" : "ies", names.c_str(),
+                 listing_skips_.count > listing_skips_.first.size() ? "\n  ..." : "");
   }
   if ((outside || duplicates) && !options_.quiet) {
     std::fprintf(stderr,
@@ -184,7 +198,10 @@ std::string DirectoryStorage::Describe() const {
                      files_.size(), static_cast<double>(total_bytes_) / 1e6,
                      direct_ ? ", O_DIRECT" : "", options_.storage.cold ? ", cold" : "",
                      seed_ ? ", verifiable" : "", options_.io.io_threads,
-                     uring_ok_ ? "io_uring thread(s)" : "pread thread(s)");
+                     uring_ok_ ? "io_uring thread(s)" : "pread thread(s)") +
+         (listing_skips_.count
+              ? fmt::format(", {} entries skipped (not samples)", listing_skips_.count)
+              : "");
 }
 
 }  // namespace stallscope

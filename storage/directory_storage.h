@@ -68,6 +68,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   // Symbolic links skipped because they led outside the directory (or nowhere), and those
   // leading inside it, to files or folders listed by their real paths (loops included).
   uint64_t skipped_links() const { return skipped_links_; }
+  ListingSkips listing_skips() const override { return listing_skips_; }
   uint64_t duplicate_links() const { return duplicate_links_; }
   uint64_t total_bytes() const { return total_bytes_; }
   // True when the I/O threads use io_uring (false: pread fallback).
@@ -99,6 +100,7 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   bool uring_ok_ = true;
   std::unique_ptr<UringFileReader> reader_;
   uint64_t skipped_links_ = 0, duplicate_links_ = 0;
+  ListingSkips listing_skips_;
 };
 
 }  // namespace stallscope

@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "base/errors.h"
 
@@ -51,9 +52,24 @@ class StorageError : public BadInput {
   using BadInput::BadInput;
 };
 
+// Entries of a dataset that are not samples and were not meant to be skipped silently: folders
+// that could not be listed, entries that are neither files, folders nor links (FIFOs, sockets,
+// devices). `first` names the first few.
+struct ListingSkips {
+  static constexpr size_t kNamed = 5;
+  uint64_t count = 0;
+  std::vector<std::string> first;
+  void Add(std::string what) {
+    if (count++ < kNamed) first.push_back(std::move(what));
+  }
+};
+
 class Storage {
  public:
   virtual ~Storage() = default;
+
+  // What the dataset's listing skipped (directory storage); nothing elsewhere.
+  virtual ListingSkips listing_skips() const { return {}; }
 
   virtual uint64_t num_samples() const = 0;
   virtual uint64_t SampleBytes(uint64_t sample) const = 0;

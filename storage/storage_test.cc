@@ -292,6 +292,25 @@ TEST_F(DirectoryStorageTest, EveryFileOnceWhateverTheSymlinks) {
                        "class_001/sample_0000003.bin", "class_001/sample_0000005.bin"}));
   EXPECT_EQ(s.skipped_links(), 3u);    // outside, file-out, dangling
   EXPECT_EQ(s.duplicate_links(), 3u);  // alias, up, file-in
+  EXPECT_EQ(s.listing_skips().count, 0u);
+}
+
+// Entries that are neither files, folders nor links (a FIFO here) are not samples: counted and
+// named, never silently passed over (issue #21), and said in the description.
+TEST_F(DirectoryStorageTest, EntriesThatAreNotFilesAreCountedAndNamed) {
+  GenerateDataset({.dir = (dir_ / "data").string(), .samples = 4, .size_mean = 100, .classes = 2});
+  for (const char* name : {"data/pipe", "data/class_001/pipe"}) {
+    ASSERT_EQ(mkfifo((dir_ / name).c_str(), 0600), 0) << name;
+  }
+  DirectoryStorage s({.dataset = {.path = (dir_ / "data").string()}, .quiet = true});
+  EXPECT_EQ(s.num_samples(), 4u);
+  const ListingSkips skips = s.listing_skips();
+  ASSERT_EQ(skips.count, 2u);
+  ASSERT_EQ(skips.first.size(), 2u);
+  for (const std::string& n : skips.first) {
+    EXPECT_NE(n.find("pipe (not a regular file)"), std::string::npos) << n;
+  }
+  EXPECT_NE(s.Describe().find("2 entries skipped"), std::string::npos) << s.Describe();
 }
 
 TEST_F(DirectoryStorageTest, SetupErrorsNameThePath) {
