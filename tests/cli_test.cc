@@ -387,16 +387,17 @@ TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {
   EXPECT_EQ(t["samples_delivered"], 640);
   EXPECT_EQ(t["steps"], 20);
   // Against a capacity the test sets: one worker spending 2 ms of CPU on each sample (and
-  // nothing else: page-cached 16 KiB files, no preprocessing) delivers 500 samples/s; an
-  // accelerator that takes 10 samples per 45 ms step wants 222 samples/s, 200 at AU 90%:
-  // 500 / 200 = 2.5 accelerators, so 2 (the CPU work may run 20% off before the answer moves).
+  // nothing else: page-cached 16 KiB files, no preprocessing) delivers 500 samples/s, or ~450
+  // with the loader's own threads beside it on two cores (451-484 measured); an accelerator
+  // that takes 10 samples per 50 ms step wants 200 samples/s, 180 at AU 90%: 450 / 180 = 2.5
+  // accelerators, so 2 for any capacity from 360 to 540 samples/s.
   const Result cpu = Stallscope("bench-dir " + data +
-                                " --batch 10 --step-time 45ms --workers 1 --preprocess none "
+                                " --batch 10 --step-time 50ms --workers 1 --preprocess none "
                                 "--preprocess-cost 2ms --json " +
                                 json);
   ASSERT_EQ(cpu.code, 0) << cpu.err;
   const nlohmann::json c = nlohmann::json::parse(std::ifstream(json))["training"];
-  EXPECT_NEAR(c["bottleneck"]["capacity_samples_per_second"]["preprocess"].get<double>(), 500, 100);
+  EXPECT_NEAR(c["bottleneck"]["capacity_samples_per_second"]["preprocess"].get<double>(), 450, 90);
   EXPECT_EQ(c["max_accelerators_at_au_0_9"], 2) << cpu.out;
   EXPECT_NE(cpu.out.find("preprocess none + 2.00 ms of CPU per sample"), std::string::npos)
       << cpu.out;
