@@ -145,13 +145,10 @@ variants:
     const std::string bin = STALLSCOPE_BIN;
     const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json, "--trace", trace});
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::duration<double>(1.5 * testing::kTimingSlack));
-    const auto t0 = std::chrono::steady_clock::now();
-    kill(pid, sig);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Stopped stopped = SignalAfter(pid, 1.5 * testing::kTimingSlack, sig);
+    ASSERT_NE(stopped.status, -1);
+    const int status = stopped.status;
+    const double took = stopped.seconds;
     EXPECT_LT(took, 2.0) << "signal " << sig;
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
@@ -185,13 +182,10 @@ run: {epochs: 1}
   const std::string bin = STALLSCOPE_BIN;
   const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json});
   ASSERT_GT(pid, 0);
-  std::this_thread::sleep_for(std::chrono::duration<double>(1.5 * testing::kTimingSlack));
-  const auto t0 = std::chrono::steady_clock::now();
-  kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(took, 2.0 * testing::kTimingSlack);
+  const Stopped stopped = SignalAfter(pid, 1.5 * testing::kTimingSlack, SIGTERM);
+  ASSERT_NE(stopped.status, -1);
+  const int status = stopped.status;
+  EXPECT_LT(stopped.seconds, 2.0 * testing::kTimingSlack);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
   std::ifstream in(json);

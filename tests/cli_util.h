@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -73,6 +74,23 @@ inline pid_t Spawn(std::vector<std::string> args) {
     _exit(127);
   }
   return pid;
+}
+
+// Waits `after` seconds, sends `sig` to `pid` and waits for it to end: its wait status (-1
+// when waitpid failed) and the seconds it took to end after the signal.
+struct Stopped {
+  int status = -1;
+  double seconds = 0;
+};
+inline Stopped SignalAfter(pid_t pid, double after, int sig) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(after));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, sig);
+  Stopped out;
+  int status = 0;
+  if (waitpid(pid, &status, 0) == pid) out.status = status;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
 }
 
 // A command prefix under which permissions hold even for root: it drops the capabilities
