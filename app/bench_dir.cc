@@ -148,7 +148,6 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   m.latency_p50_seconds = std::max(1e-6, f.probe.latency_p50);
   m.latency_p99_seconds =
       std::clamp(f.probe.latency_p99, m.latency_p50_seconds, kMaxTailRatio * m.latency_p50_seconds);
-  m.max_inflight = o.io.io_depth;
   return f;
 }
 
