@@ -70,6 +70,8 @@ nlohmann::json VariantToJson(const VariantResult& v) {
   for (const TierResult& t : v.cache) {
     cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},   {"misses", t.misses},
                      {"hit_ratio", t.hit_ratio}, {"bytes", t.bytes}, {"evictions", t.evictions}};
+    // A disk tier's admissions dropped while every write buffer waited on the disk.
+    if (t.name.starts_with("disk")) cache[t.name]["write_drops"] = t.write_drops;
   }
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochResult& e : v.epochs) {

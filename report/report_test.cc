@@ -48,7 +48,8 @@ VariantResult ColdVariant() {
               .misses = 210,
               .evictions = 17,
               .hit_ratio = 0.3,
-              .bytes = 5555}};
+              .bytes = 5555,
+              .write_drops = 3}};
   v.cache_hit_ratio = 0.79;
   v.samples_delivered = 5568;
   v.samples_verified = 5566;
@@ -180,6 +181,7 @@ TEST(VariantToJson, WritesEveryDesignFieldWithTheValuePutIn) {
   EXPECT_EQ(j["cache"]["disk"]["misses"], 210);
   EXPECT_DOUBLE_EQ(j["cache"]["disk"]["hit_ratio"].get<double>(), 0.3);
   EXPECT_EQ(j["cache"]["disk"]["evictions"], 17);
+  EXPECT_EQ(j["cache"]["disk"]["write_drops"], 3);
   EXPECT_DOUBLE_EQ(j["cache_hit_ratio"].get<double>(), 0.79);
   EXPECT_EQ(j["samples_delivered"], 5568);
   EXPECT_EQ(j["samples_verified"], 5566);

@@ -102,6 +102,49 @@ uint64_t RankLoop::Token(uint32_t rank, int slot, uint32_t i) {
   return static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(slot) << 20 | i;
 }
 
+// Cache sets: one per node, or one per rank (cache.scope: rank). A node has one disk: the
+// disk tiers of its ranks' cache sets read through one model, each rank io_depth deep.
+void RankLoop::SetupCaches(uint64_t R, size_t local_tiers) {
+  const auto& c = s_.cluster;
+  const bool per_rank = s_.cache_scope == CacheScope::kRank;
+  caches_.resize(per_rank ? R : c.nodes);
+  std::vector<int> node_disk(c.nodes, -1);
+  const uint32_t sharing = per_rank ? c.gpus_per_node : 1;
+  for (uint32_t k = 0; k < caches_.size(); ++k) {
+    CacheSet& cache = caches_[k];
+    int& disk = node_disk[per_rank ? k / c.gpus_per_node : k];
+    cache.tiers.reserve(local_tiers);
+    for (size_t t = 0; t < local_tiers; ++t) {
+      const TierOptions& o = s_.cache_tiers[t];
+      EvictionPolicy* persistent = nullptr;
+      // (Not beside a distributed tier: its index of which node holds what starts empty.)
+      if (o.kind == TierKind::kDisk && o.policy != PolicyKind::kBelady && !distributed_) {
+        // A disk tier outlives the variant (a warm restart), unless it is cleared.
+        const std::string key = fmt::format("{}|{}|{}|{}|{}{}", o.path, s_.seed, n_, max_bytes_,
+                                            per_rank ? "rank-" : "", k);
+        auto& p = disks_[key];
+        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->kind() != o.policy) {
+          p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
+        }
+        persistent = p.get();
+      }
+      cache.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
+      if (o.kind == TierKind::kDisk && cache.disk_model < 0 && disk >= 0) {
+        cache.disk_model = disk;  // the node's disk, made for an earlier rank of the node
+      } else if (o.kind == TierKind::kDisk && cache.disk_model < 0) {
+        SimulatedStorageOptions d;
+        d.bandwidth_bytes_per_second = o.read_bandwidth;
+        d.latency_p50_seconds = o.read_latency;
+        d.latency_p99_seconds = o.read_latency * 4;
+        d.max_inflight = s_.loader.io.io_depth * sharing;
+        disk = cache.disk_model = static_cast<int>(models_.size());
+        models_.push_back({std::make_unique<StorageModel>(d, s_.seed + 1 + k, max_bytes_, 0.0),
+                           kNever, static_cast<int>(t)});
+      }
+    }
+  }
+}
+
 void RankLoop::Setup() {
   const auto& c = s_.cluster;
   const uint64_t R = static_cast<uint64_t>(c.nodes) * c.gpus_per_node;
@@ -150,39 +193,7 @@ void RankLoop::Setup() {
   cores_ = cores;
   nodes_.resize(c.nodes);
   for (Node& node : nodes_) node.free_cores = cores;
-  // Cache sets: one per node, or one per rank (cache.scope: rank).
-  const bool per_rank = s_.cache_scope == CacheScope::kRank;
-  caches_.resize(per_rank ? R : c.nodes);
-  for (uint32_t k = 0; k < caches_.size(); ++k) {
-    CacheSet& cache = caches_[k];
-    cache.tiers.reserve(local_tiers);
-    for (size_t t = 0; t < local_tiers; ++t) {
-      const TierOptions& o = s_.cache_tiers[t];
-      EvictionPolicy* persistent = nullptr;
-      // (Not beside a distributed tier: its index of which node holds what starts empty.)
-      if (o.kind == TierKind::kDisk && o.policy != PolicyKind::kBelady && !distributed_) {
-        // A disk tier outlives the variant (a warm restart), unless it is cleared.
-        const std::string key = fmt::format("{}|{}|{}|{}|{}{}", o.path, s_.seed, n_, max_bytes_,
-                                            per_rank ? "rank-" : "", k);
-        auto& p = disks_[key];
-        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->kind() != o.policy) {
-          p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
-        }
-        persistent = p.get();
-      }
-      cache.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
-      if (o.kind == TierKind::kDisk && cache.disk_model < 0) {
-        SimulatedStorageOptions d;
-        d.bandwidth_bytes_per_second = o.read_bandwidth;
-        d.latency_p50_seconds = o.read_latency;
-        d.latency_p99_seconds = o.read_latency * 4;
-        d.max_inflight = s_.loader.io.io_depth;
-        cache.disk_model = static_cast<int>(models_.size());
-        models_.push_back({std::make_unique<StorageModel>(d, s_.seed + 1 + k, max_bytes_, 0.0),
-                           kNever, static_cast<int>(t)});
-      }
-    }
-  }
+  SetupCaches(R, local_tiers);
   for (Node& node : nodes_) {
     if (distributed_) {
       SimulatedStorageOptions nic;

@@ -152,6 +152,7 @@ class RankLoop {
   static uint64_t Token(uint32_t rank, int slot, uint32_t i);
 
   void Setup();
+  void SetupCaches(uint64_t ranks, size_t local_tiers);
 
   const std::vector<uint64_t>& Order(uint64_t epoch);
 

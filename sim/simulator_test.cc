@@ -93,6 +93,37 @@ TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
   EXPECT_EQ(v.cache[0].evictions, 0u);
 }
 
+// A node has one disk: per-rank disk tiers (cache.scope: rank) of one node's ranks share its
+// read bandwidth; ranks on nodes of their own each have a whole disk.
+TEST(Simulator, RanksOfANodeShareItsDisk) {
+  Simulator sim;
+  for (const uint32_t gpus : {4u, 1u}) {
+    const uint32_t nodes = 4 / gpus;
+    Scenario s = StorageBound(nodes, gpus, 100e9);  // storage: never the limit
+    s.run.epochs = 2;
+    s.cache_scope = CacheScope::kRank;
+    constexpr double kDisk = 16e6;  // bytes/s
+    s.cache_tiers = {TierOptions{.kind = TierKind::kDisk,
+                                 .path = "/unused",
+                                 .capacity = 1ULL << 30,
+                                 .policy = PolicyKind::kFillOnce,
+                                 .read_bandwidth = kDisk,
+                                 .read_latency = 0}};
+    const VariantResult v = sim.RunVariant(s);
+    ASSERT_EQ(v.epochs.size(), 2u);
+    // Epoch 1: each rank finds in its own tier the share h of its batch it read in epoch 0 (the
+    // order is resharded every epoch), and reads it from its node's disk. The disk's demand:
+    // gpus × 32 MB/s × h per node.
+    const double h = v.epochs[1].cache_hit_ratio;
+    ASSERT_GT(h, 0.1);
+    const double demand = gpus * 32e6 * h;
+    const double expected = std::min(1.0, kDisk / demand);
+    SCOPED_TRACE(testing::Message() << nodes << "x" << gpus << ": hit ratio " << h
+                                    << ", disk demand " << demand / 1e6 << " MB/s per node");
+    EXPECT_NEAR(1 - v.epochs[1].gpu_idle_fraction, expected, 0.08);
+  }
+}
+
 TEST(Simulator, DistributedTierServesTheUnionOfTheNodesCaches) {
   // 4 nodes, each RAM tier a quarter of the dataset (and some slack: a tier's 16 shards do not
   // get exactly even shares of a node's ids): epoch 0 fills each with its own shard, so from
