@@ -212,7 +212,7 @@ void RankLoop::Setup() {
   for (uint32_t r = 0; r < R; ++r) {
     Rank& rk = ranks_[r];
     rk.node = r / c.gpus_per_node;
-    rk.cache = per_rank ? r : rk.node;
+    rk.cache = s_.cache_scope == CacheScope::kRank ? r : rk.node;
     rk.slots.resize(plan_.slots);
     const uint32_t batch = plan_.batch_size;
     for (int sl = static_cast<int>(rk.slots.size()) - 1; sl >= 0; --sl) {
