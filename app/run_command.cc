@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "app/advise_command.h"
 #include "app/commands.h"
@@ -18,6 +21,7 @@
 #include "app/signals.h"
 #include "base/units.h"
 #include "report/report.h"
+#include "storage/checkpoint_store.h"
 
 namespace stallscope {
 namespace {
@@ -110,6 +114,39 @@ void WarnAboutBinding(MpiJob& job, const std::vector<Scenario>& scenarios) {
   }
 }
 
+// checkpoint.restore in a multi-rank job: the newest step every rank holds a complete
+// checkpoint of (a crash may have left some ranks' newest unwritten; restoring each rank's own
+// newest would resume the ranks from different steps). Collective. None in common: rank 0
+// names what each rank holds, and every rank refuses (PeerRefused, exit 2).
+uint64_t AgreeOnRestoreStep(MpiJob& job, const Scenario& s, const std::vector<uint64_t>& steps) {
+  const std::vector<std::string> all = job.GatherAtRoot(fmt::format("{}", fmt::join(steps, " ")));
+  uint64_t chosen[2] = {0, 0};  // found, step
+  if (job.rank() == 0) {
+    std::vector<std::vector<uint64_t>> per_rank;
+    for (const std::string& text : all) {
+      std::istringstream in(text);
+      per_rank.emplace_back(std::istream_iterator<uint64_t>(in), std::istream_iterator<uint64_t>());
+    }
+    if (const std::optional<uint64_t> step = NewestCommonStep(per_rank)) {
+      chosen[0] = 1;
+      chosen[1] = *step;
+    } else {
+      std::string held;
+      for (size_t r = 0; r < all.size(); ++r) {
+        held += fmt::format("{}rank {}: {}", r ? "; " : "", r, all[r].empty() ? "none" : all[r]);
+      }
+      std::fprintf(stderr,
+                   "stallscope: %s (variant %s): checkpoint.restore: no step has a complete "
+                   "checkpoint on every rank in %s (steps held: %s); raise checkpoint.keep so "
+                   "that a crash mid-write leaves one, or run without restore\n",
+                   s.file.c_str(), s.variant.c_str(), s.checkpoint.path.c_str(), held.c_str());
+    }
+  }
+  job.Broadcast(chosen, sizeof chosen);
+  if (chosen[0] == 0) throw PeerRefused{};
+  return chosen[1];
+}
+
 // `mpirun -np N stallscope run`: this rank runs its shard of every variant; steps meet at an
 // MPI all-reduce; rank 0 gathers every rank's result and reports the job.
 int RunRanks(const RunCommandOptions& o, MpiJob& job) {
@@ -171,6 +208,9 @@ int RunRanks(const RunCommandOptions& o, MpiJob& job) {
         if (job.AnyRankRefused(MixedDevices(*device, job))) throw PeerRefused{};
         agreed = true;
         JoinDataParallel(*device, job);
+      };
+      hooks.agree_restore = [&](const std::vector<uint64_t>& steps) {
+        return AgreeOnRestoreStep(job, s, steps);
       };
       v = RunVariant(s, *storage, *device, hooks);
       outputs->EndVariant(s);

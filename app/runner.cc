@@ -188,6 +188,9 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
   auto pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
   if (hooks.before_run) hooks.before_run();
+  if (checkpoint_store && s.checkpoint.restore && hooks.agree_restore) {
+    pipeline->RestoreStep(hooks.agree_restore(checkpoint_store->Steps()));
+  }
   RunRecord record = pipeline->Run();
   if (hooks.on_finish) hooks.on_finish();
   if (hooks.on_record) hooks.on_record(record);

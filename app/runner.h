@@ -42,6 +42,9 @@ struct RunHooks {
   // Called once everything is set up, right before the first read (multi-rank runs agree
   // there that every rank is ready).
   std::function<void()> before_run;
+  // Multi-rank runs with checkpoint.restore, right after before_run, on every rank: this
+  // rank's complete checkpoint steps in, the step every rank restores out (collective).
+  std::function<uint64_t(const std::vector<uint64_t>&)> agree_restore;
 };
 
 // Throws BadInput for scenario features this build does not run yet, and for a cluster

@@ -405,6 +405,9 @@ RankResult RankResultOf(const VariantResult& v, uint32_t rank, uint32_t node) {
   r.bottleneck_stage = v.bottleneck_stage;
   r.bottleneck_text = v.bottleneck_text;
   r.allreduce_seconds = v.gpu.allreduce_seconds;
+  if (v.checkpoints && v.checkpoints->restore.done) {
+    r.restored_step = static_cast<int64_t>(v.checkpoints->restore.step);
+  }
   return r;
 }
 

@@ -80,6 +80,7 @@ struct RankResult {
   uint64_t read_errors = 0;
   std::string bottleneck_stage, bottleneck_text;  // this rank's own verdict
   double allreduce_seconds = 0;  // CUDA data-parallel: its gradient all-reduces on the GPU
+  int64_t restored_step = -1;    // checkpoint.restore: the step it read back; -1: none
 };
 
 // checkpoint.*: what the run's checkpoints cost (pipeline/checkpointer.h).

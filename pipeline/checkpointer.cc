@@ -45,9 +45,9 @@ Checkpointer::~Checkpointer() {
   if (buffer_) device_.UnpinHost(buffer_.get());
 }
 
-RestoreRecord Checkpointer::Restore() {
+RestoreRecord Checkpointer::Restore(std::optional<uint64_t> step) {
   RestoreRecord r;
-  const std::optional<uint64_t> latest = store_.Latest();
+  const std::optional<uint64_t> latest = step ? step : store_.Latest();
   if (!latest) {
     throw CheckpointError(
         fmt::format("checkpoint.restore: no checkpoint of this rank in {}", store_.Describe()),

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,9 +46,9 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Reads the newest checkpoint back into the device (checkpoint.restore). Throws
-  // CheckpointError when there is none or it does not verify.
-  RestoreRecord Restore();
+  // Reads checkpoint `step` (by default this rank's newest) back into the device
+  // (checkpoint.restore). Throws CheckpointError when there is none or it does not verify.
+  RestoreRecord Restore(std::optional<uint64_t> step = std::nullopt);
   void Start(double first_step_start) { schedule_.Start(first_step_start); }
   // After step `step` ended at `end`: takes a checkpoint if one is due and returns when the
   // device may go on; 0 when none was due.

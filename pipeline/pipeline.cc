@@ -114,7 +114,7 @@ RunRecord Pipeline::Run() {
   nvtx::Initialize();
   if (checkpointer_ && options_.checkpoint.restore) {
     try {
-      rec.restore = checkpointer_->Restore();
+      rec.restore = checkpointer_->Restore(restore_step_);
     } catch (const CheckpointError& e) {
       rec.failed = true;
       rec.error = e.what();

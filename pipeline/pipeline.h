@@ -195,6 +195,9 @@ class Pipeline final : private ReadCallback {
   const RunPlan& plan() const { return plan_; }
   ~Pipeline();
 
+  // checkpoint.restore reads checkpoint `step` (the one every rank of a multi-rank job holds)
+  // rather than this rank's newest. Before Run().
+  void RestoreStep(uint64_t step) { restore_step_ = step; }
   RunRecord Run();
   // Stops a Run() in progress soon (Ctrl-C): the step in flight finishes, nothing new
   // starts, reads in flight complete, and Run() returns the completed steps marked partial.
@@ -280,6 +283,7 @@ class Pipeline final : private ReadCallback {
   std::vector<std::vector<uint64_t>> tier_evictions_;  // fetcher thread, then Run()
   LiveCounters live_;
   std::unique_ptr<Checkpointer> checkpointer_;  // with options_.checkpoint_store
+  std::optional<uint64_t> restore_step_;
 };
 
 }  // namespace stallscope

@@ -17,7 +17,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResult, rank, node, gpu_idle_fraction, au
                                    samples_per_second, bytes_per_second, stall_seconds,
                                    cache_hit_ratio, samples_delivered, samples_verified,
                                    integrity_errors, samples_skipped, read_errors, bottleneck_stage,
-                                   bottleneck_text, allreduce_seconds)
+                                   bottleneck_text, allreduce_seconds, restored_step)
 
 namespace {
 

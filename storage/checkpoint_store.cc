@@ -292,4 +292,20 @@ std::string SimulatedCheckpointStore::NameOf(uint64_t step) const {
   return fmt::format("checkpoint of step {} on the simulated storage", step);
 }
 
+std::optional<uint64_t> NewestCommonStep(const std::vector<std::vector<uint64_t>>& per_rank) {
+  if (per_rank.empty()) return std::nullopt;
+  std::vector<uint64_t> common = per_rank[0];
+  std::sort(common.begin(), common.end());
+  for (size_t r = 1; r < per_rank.size(); ++r) {
+    std::vector<uint64_t> theirs = per_rank[r];
+    std::sort(theirs.begin(), theirs.end());
+    std::vector<uint64_t> both;
+    std::set_intersection(common.begin(), common.end(), theirs.begin(), theirs.end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (common.empty()) return std::nullopt;
+  return common.back();
+}
+
 }  // namespace stallscope

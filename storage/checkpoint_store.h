@@ -52,6 +52,11 @@ class CheckpointStore {
   virtual void Write(uint64_t step, std::span<const std::byte> data) = 0;
   // The step of this rank's newest complete checkpoint; nullopt when there is none.
   virtual std::optional<uint64_t> Latest() const = 0;
+  // Steps of this rank's complete checkpoints, oldest first.
+  virtual std::vector<uint64_t> Steps() const {
+    const std::optional<uint64_t> latest = Latest();
+    return latest ? std::vector<uint64_t>{*latest} : std::vector<uint64_t>{};
+  }
   // Reads checkpoint `step` into `dst` (exactly its size; aligned as for Write) and checks
   // its header and content. Throws CheckpointError.
   virtual void Read(uint64_t step, std::span<std::byte> dst) = 0;
@@ -87,12 +92,17 @@ class DirectoryCheckpointStore final : public CheckpointStore {
   std::string Describe() const override;
   std::string NameOf(uint64_t step) const override;
   // Steps of this rank's complete checkpoints in the directory, oldest first.
-  std::vector<uint64_t> Steps() const;
+  std::vector<uint64_t> Steps() const override;
 
  private:
   void Prune();
   const DirectoryCheckpointOptions options_;
 };
+
+// The newest step every rank holds a complete checkpoint of (each rank's steps, any order):
+// what a multi-rank restore reads, so that the ranks resume from one step even when a crash
+// left some ranks' newest checkpoint unwritten. nullopt when the ranks share none.
+std::optional<uint64_t> NewestCommonStep(const std::vector<std::vector<uint64_t>>& per_rank);
 
 class SimulatedCheckpointStore final : public CheckpointStore {
  public:

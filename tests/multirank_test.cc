@@ -5,6 +5,7 @@
 // Ground truth comes from the test's own set-up: which sample a row holds is read back from
 // its content (the dataset's bytes name their sample), and the straggler is the rank whose
 // storage the test slowed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -137,6 +138,44 @@ loader: {batch_size: 25, prefetch: 2, workers: 1, preprocess: normalize}
 gpu: {step_time: 5ms}
 run: {epochs: 2}
 )";
+
+// A crash between the ranks' renames leaves rank 1 without its newest checkpoint (here its
+// file is removed): a restore resumes both ranks from the newest step both hold, not each from
+// its own newest; with no step in common every rank refuses, rank 0 naming what each holds.
+TEST_F(MultiRank, RestoreResumesEveryRankFromTheNewestStepTheyAllHold) {
+  const std::string ck = (dir_.path() / "ck").string();
+  const std::string file =
+      Write("ck.yaml", std::string(kTwoRanks) +
+                           "checkpoint: {every: 10, size: 2MiB, keep: 2, path: " + ck + "}\n");
+  const Result first = Stallscope("run " + file + " --quiet", Mpirun(2));
+  ASSERT_EQ(first.code, 0) << first.err;
+  // 40 steps per rank, a checkpoint after every tenth: 30 and 40 kept on each rank.
+  const auto name = [&](int step, int rank) {
+    return fmt::format("{}/ckpt-{:012}-r{:05}.stck", ck, step, rank);
+  };
+  for (const int rank : {0, 1}) {
+    ASSERT_TRUE(std::filesystem::exists(name(30, rank)));
+    ASSERT_TRUE(std::filesystem::exists(name(40, rank)));
+  }
+  std::filesystem::remove(name(40, 1));
+  const std::string json = (dir_.path() / "r.json").string();
+  const std::string restore = " --quiet --set checkpoint.restore=true --set run.max_steps=4 ";
+  const Result r = Stallscope("run " + file + restore + "--json " + json, Mpirun(2));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto v = nlohmann::json::parse(std::ifstream(json))["variants"][0];
+  EXPECT_EQ(v["checkpoints"]["restore"]["step"], 30);
+  ASSERT_EQ(v["ranks"].size(), 2u);
+  EXPECT_EQ(v["ranks"][0]["restored_step"], 30);
+  EXPECT_EQ(v["ranks"][1]["restored_step"], 30);
+  // Rank 0 holds only 40 now, rank 1 only 30 (the restore run wrote none: 4 steps).
+  std::filesystem::remove(name(30, 0));
+  const Result none = Stallscope("run " + file + restore, Mpirun(2));
+  EXPECT_EQ(none.code, 2) << none.err;
+  EXPECT_NE(none.err.find("checkpoint.restore: no step has a complete checkpoint on every rank"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(none.err.find("rank 0: 40; rank 1: 30"), std::string::npos) << none.err;
+}
 
 // `mpirun -np 2 stallscope run`: rank 0 writes one result, the job's and every rank's, and one
 // trace with a process per rank, each with its own steps.
