@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def stallscope_rate(binary, d, mode, workers, batch, epochs):
-    kind = {"normalize": "normalize", "jpeg": "jpeg-decode"}[mode]
+    kind = {"none": "none", "normalize": "normalize", "jpeg": "jpeg-decode"}[mode]
     scenario = f"""name: loader-compare
 dataset: {{path: {json.dumps(os.path.abspath(d))}}}
 storage: {{kind: directory}}
