@@ -189,6 +189,10 @@ class Search {
     }
     ++result_.simulations;
     try {
+      // Every point starts from empty disk tiers, as the scenario as it is does: a disk tier
+      // kept from the previous point (clear: false) would make a point's answer depend on
+      // the order of the search.
+      sim_.ForgetDisks();
       const VariantResult v = sim_.RunVariant(file_.Resolve(o_.variant, sets));
       out.idle = v.gpu_idle_fraction;
       out.au = v.au;

@@ -163,3 +163,40 @@ cluster: {nodes: 2, gpus_per_node: 4, node: {cores: 4, nic: 30MB/s}}
 
 }  // namespace
 }  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// A disk tier kept between runs (clear: false) over storage at half the demand: whether a
+// simulation finds it warm changes its answer. Every point advise reports is what a fresh
+// simulator predicts for it (empty disks), whatever the points simulated before it.
+TEST(Advise, EveryPointStartsFromEmptyDisksWhateverWasSimulatedBefore) {
+  const std::string yaml = kBase + R"(storage: {kind: simulated, bandwidth: 6.5MB/s}
+cache:
+  tiers: [{kind: disk, path: /tmp/stallscope-advise-test, capacity: 64MiB, policy: lru}]
+run: {epochs: 2}
+)";
+  const ScenarioFile file = ScenarioFile::Parse(yaml, "disk.yaml");
+  AdviseOptions o;
+  o.variant = "base";
+  o.target_idle = 0.05;
+  o.knobs = {"prefetch", "workers"};
+  Simulator sim;
+  const AdviseResult adv = Advise(file, o, sim);
+  ASSERT_GE(adv.points.size(), 3u);
+  for (const AdvisePoint& p : adv.points) {
+    std::vector<Override> sets;
+    for (const AdviseChange& c : p.changes) sets.push_back(ParseSetArgument(c.key + "=" + c.value));
+    Simulator fresh;
+    const double idle = fresh.RunVariant(file.Resolve("base", sets)).gpu_idle_fraction;
+    EXPECT_DOUBLE_EQ(p.idle, idle) << p.changes.size() << " changes";
+  }
+  // The case has signal: the same point on a warm disk idles less.
+  Simulator warm;
+  const Scenario base = file.Resolve("base", {});
+  const double cold = warm.RunVariant(base).gpu_idle_fraction;
+  EXPECT_LT(warm.RunVariant(base).gpu_idle_fraction, cold - 0.1);
+}
+
+}  // namespace
+}  // namespace stallscope
