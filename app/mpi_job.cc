@@ -62,10 +62,11 @@ MpiJob* MpiJob::FromLauncher() {
 // between tests once the first few microseconds have passed. A blocking MPI_Allreduce polls
 // a core at full speed while it waits (Open MPI's shared-memory transport), and a rank waiting
 // for a slower one would take that core from the loaders of the ranks it waits for.
-bool MpiJob::Arrive(uint64_t, bool stopping) {
-  int in = stopping ? 1 : 0, out = 0;
+uint32_t MpiJob::Arrive(uint64_t, uint32_t flags) {
+  unsigned in = flags, out = 0;
   MPI_Request request;
-  Check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request), "MPI_Iallreduce");
+  Check(MPI_Iallreduce(&in, &out, 1, MPI_UNSIGNED, MPI_BOR, MPI_COMM_WORLD, &request),
+        "MPI_Iallreduce");
   const auto start = std::chrono::steady_clock::now();
   for (int done = 0;;) {
     Check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
@@ -74,7 +75,7 @@ bool MpiJob::Arrive(uint64_t, bool stopping) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
-  return out != 0;
+  return out;
 }
 
 bool MpiJob::AnyRank(bool flag) {

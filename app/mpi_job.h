@@ -47,8 +47,8 @@ class MpiJob final : public StepSync {
   bool AnyRankRefused(const std::string& error);
   RankShard shard() const { return {static_cast<uint32_t>(rank_), static_cast<uint32_t>(size_)}; }
 
-  // StepSync: an all-reduce of the stop flags, which is also the step's barrier.
-  bool Arrive(uint64_t step, bool stopping) override;
+  // StepSync: an all-reduce (bitwise or) of the flags, which is also the step's barrier.
+  uint32_t Arrive(uint64_t step, uint32_t flags) override;
   // True on every rank when any rank passed true.
   bool AnyRank(bool flag);
   // Rank 0's `bytes` bytes at `data` copied to every rank's `data`.

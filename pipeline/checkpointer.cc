@@ -82,7 +82,12 @@ int Checkpointer::WriteWithRules(uint64_t step, std::span<const std::byte> data)
 }
 
 double Checkpointer::AfterStep(uint64_t step, double end) {
-  if (!schedule_.Due(step, end)) return 0;
+  if (agreed_) {
+    if (agreed_step_ != step) return 0;
+    schedule_.Taken(end);
+  } else if (!schedule_.Due(step, end)) {
+    return 0;
+  }
   nvtx::ScopedRange range("stallscope: checkpoint");
   CheckpointSpan span;
   span.step = step;

@@ -50,6 +50,15 @@ class Checkpointer {
   // (checkpoint.restore). Throws CheckpointError when there is none or it does not verify.
   RestoreRecord Restore(std::optional<uint64_t> step = std::nullopt);
   void Start(double first_step_start) { schedule_.Start(first_step_start); }
+  // Multi-rank jobs with an `interval` schedule: this rank's vote at step `step`'s barrier
+  // (its interval has passed by `now`), and what the ranks agreed there (any rank's vote): a
+  // checkpoint after that step on every rank, whatever each rank's own clock says.
+  bool VotesBefore(double now) const { return schedule_.IntervalPassed(now); }
+  void Agreed(uint64_t step, bool checkpoint) {
+    if (!schedule_.by_interval()) return;
+    agreed_ = true;
+    agreed_step_ = checkpoint ? step : UINT64_MAX;
+  }
   // After step `step` ended at `end`: takes a checkpoint if one is due and returns when the
   // device may go on; 0 when none was due.
   double AfterStep(uint64_t step, double end);
@@ -71,6 +80,8 @@ class Checkpointer {
   const uint32_t retries_;
   std::function<void(const std::string&)> fail_;
   CheckpointSchedule schedule_;
+  bool agreed_ = false;                // the ranks decide at the barrier (Agreed)
+  uint64_t agreed_step_ = UINT64_MAX;  // the step they agreed to checkpoint after
   struct FreeBytes {
     void operator()(std::byte* p) const { std::free(p); }
   };

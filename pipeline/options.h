@@ -125,7 +125,17 @@ class CheckpointSchedule {
  public:
   explicit CheckpointSchedule(const CheckpointOptions& o)
       : every_(o.every), interval_(o.interval) {}
-  void Start(double first_step_start) { last_ = first_step_start; }
+  void Start(double first_step_start) {
+    last_ = first_step_start;
+    started_ = true;
+  }
+  // A time-interval schedule whose interval has passed at `now` (a multi-rank job's vote at
+  // a step's barrier: the ranks take the checkpoint after that step if any rank votes).
+  bool IntervalPassed(double now) const {
+    return every_ == 0 && interval_ > 0 && started_ && now - last_ >= interval_;
+  }
+  bool by_interval() const { return every_ == 0 && interval_ > 0; }
+  void Taken(double end) { last_ = end; }
   // After step `step` (0-based) ended at `end`.
   bool Due(uint64_t step, double end) {
     if (every_ > 0) return (step + 1) % every_ == 0;
@@ -138,6 +148,7 @@ class CheckpointSchedule {
   uint64_t every_;
   double interval_;
   double last_ = 0;
+  bool started_ = false;
 };
 
 class StepObserver;
@@ -145,12 +156,15 @@ class CheckpointStore;
 
 // Synchronous steps across the ranks of a multi-rank run: the device thread calls Arrive()
 // once per step, after the step's batch is on its device (or when this rank is stopping),
-// and it returns when every rank has arrived (the time inside is the `sync` stall), true
-// when any rank arrived stopping — then every rank stops before that step, so all ranks
-// keep the same steps. Implemented over MPI in app/.
+// with its flags, and it returns when every rank has arrived (the time inside is the `sync`
+// stall) with every rank's flags or-ed: kStopping from any rank stops every rank before that
+// step, so all ranks keep the same steps; kCheckpoint from any rank takes an interval
+// checkpoint after that step on every rank, so all ranks checkpoint the same steps.
+// Implemented over MPI in app/.
 class StepSync {
  public:
-  virtual bool Arrive(uint64_t step, bool stopping) = 0;
+  static constexpr uint32_t kStopping = 1, kCheckpoint = 2;
+  virtual uint32_t Arrive(uint64_t step, uint32_t flags) = 0;
 
  protected:
   ~StepSync() = default;

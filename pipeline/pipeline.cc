@@ -199,7 +199,13 @@ void Pipeline::DeviceLoop() {
       earliest = std::max(earliest, r.checkpoint_done);
       if (options_.step_sync) {
         // Ready here (batch on the device); the step starts when the slowest rank is ready.
-        const bool any_stopping = options_.step_sync->Arrive(b, stopping);
+        uint32_t flags = stopping ? StepSync::kStopping : 0;
+        if (checkpointer_ && checkpointer_->VotesBefore(MonotonicSeconds())) {
+          flags |= StepSync::kCheckpoint;
+        }
+        const uint32_t all = options_.step_sync->Arrive(b, flags);
+        if (checkpointer_) checkpointer_->Agreed(b, (all & StepSync::kCheckpoint) != 0);
+        const bool any_stopping = (all & StepSync::kStopping) != 0;
         r.sync_done = MonotonicSeconds();
         earliest = std::max(earliest, r.sync_done);
         if (any_stopping && !stopping) RequestStop();  // another rank stops: so does this one

@@ -89,6 +89,32 @@ TEST(Checkpoint, SimulatedSyncAddsSizeOverBandwidthAndAsyncOnlyTheSnapshot) {
 
 // MLPerf Storage v2.0's Llama 3 1T checkpoint (18 TB) from 1,024 ranks to 1 TB/s: 18 s a
 // checkpoint, three in the window (the scenario's header works it out).
+// A multi-rank job with an `interval` schedule checkpoints where the ranks agreed at the
+// step's barrier, not where each rank's own clock says: here "the other rank" (the test's
+// StepSync) votes before steps 7 and 31, this rank's interval (1000 s) never passes, and this
+// rank checkpoints after exactly those steps.
+TEST(Checkpoint, IntervalCheckpointsAreTakenWhereTheRanksAgreed) {
+  struct OtherRank final : StepSync {
+    uint32_t Arrive(uint64_t step, uint32_t flags) override {
+      votes |= flags & kCheckpoint;
+      return flags | (step == 7 || step == 31 ? kCheckpoint : 0);
+    }
+    uint32_t votes = 0;  // this rank's own
+  } other;
+  const Scenario s = ScenarioFromYaml(kBase + "checkpoint: {interval: 1000s, size: 1MiB}\n");
+  auto storage = MakeStorage(s, /*quiet=*/true);
+  EmulatedDevice device(s.gpu.step_time);
+  std::vector<uint64_t> steps;
+  RunHooks hooks{.quiet = true};
+  hooks.step_sync = &other;
+  hooks.on_record = [&](const RunRecord& r) {
+    for (const CheckpointSpan& c : r.checkpoints) steps.push_back(c.step);
+  };
+  RunVariant(s, *storage, device, hooks);
+  EXPECT_EQ(steps, (std::vector<uint64_t>{7, 31}));
+  EXPECT_EQ(other.votes, 0u) << "this rank's interval never passed";
+}
+
 TEST(Checkpoint, LlamaOneTrillionAtClusterScaleMatchesItsClosedForm) {
   const Scenario s =
       ScenarioFile::Load(std::string(STALLSCOPE_SCENARIOS) + "/mlperf/llama3_1t_checkpoint.yaml")
