@@ -1,5 +1,6 @@
 #include "cache/cache.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -295,6 +296,54 @@ TEST_F(DiskTierTest, InterruptedWritesAreDeletedAtStart) {
   DiskTier tier(Options(10, 1 << 20));
   EXPECT_FALSE(std::filesystem::exists(tmp));
   EXPECT_EQ(tier.entries_at_start(), 0u);
+}
+
+// A warm start that finds fewer entries than the last run left says why: here 3 entry files
+// removed behind its back and one interrupted write; and what the last run never cached
+// (admissions it dropped while its write buffers waited) is said too.
+TEST_F(DiskTierTest, AWarmStartWithFewerEntriesSaysWhy) {
+  const uint64_t n = 20;
+  {
+    DiskTier tier(Options(n, 8 << 20));
+    for (uint64_t id = 0; id < n; ++id) tier.Admit(id, Bytes(id, SizeOf(id)), id);
+    tier.Flush();
+  }
+  {
+    DiskTier tier(Options(n, 8 << 20));
+    EXPECT_EQ(tier.entries_at_start(), n);
+    EXPECT_EQ(tier.start_note(), "");  // nothing to explain
+    for (uint64_t id : {2, 5, 11}) std::filesystem::remove(tier.EntryPath(id));
+  }
+  std::ofstream(dir_ / "tmp-7-1234-0") << "half an entry";
+  DiskTier warm(Options(n, 8 << 20));
+  EXPECT_EQ(warm.entries_at_start(), n - 3);
+  EXPECT_NE(warm.start_note().find("a warm start with 17 of the 20 entries the last run left"),
+            std::string::npos)
+      << warm.start_note();
+  EXPECT_NE(warm.start_note().find("3 missing: removed by something other than stallscope"),
+            std::string::npos)
+      << warm.start_note();
+  EXPECT_NE(warm.start_note().find("1 interrupted writes removed"), std::string::npos)
+      << warm.start_note();
+}
+
+TEST_F(DiskTierTest, AWarmStartNamesTheAdmissionsTheLastRunDropped) {
+  const uint64_t n = 64;
+  uint64_t drops = 0;
+  {
+    DiskTierOptions o = Options(n, 8 << 20);
+    o.write_buffers = 2;  // admissions beyond two writes in flight are dropped
+    DiskTier tier(o);
+    for (uint64_t id = 0; id < n; ++id) tier.Admit(id, Bytes(id, SizeOf(id)), id);
+    tier.Flush();
+    drops = tier.Stats().write_drops;
+  }
+  ASSERT_GT(drops, 0u) << "the case needs dropped admissions";
+  DiskTier warm(Options(n, 8 << 20));
+  EXPECT_EQ(warm.entries_at_start(), n - drops);
+  EXPECT_NE(warm.start_note().find(fmt::format("the last run dropped {} admissions", drops)),
+            std::string::npos)
+      << warm.start_note();
 }
 
 TEST_F(DiskTierTest, AnotherDatasetsEntriesAreWiped) {

@@ -252,6 +252,9 @@ DiskTier::DiskTier(const DiskTierOptions& o) : options_(o) {
 
 DiskTier::~DiskTier() {
   Flush();
+  uint64_t entries = 0;
+  for (uint64_t id = 0; id < options_.num_ids; ++id) entries += state_[id] == kReady;
+  WriteManifest(entries);
   writer_.reset();
   reader_.reset();
   for (std::byte* b : buffers_) std::free(b);
@@ -261,20 +264,28 @@ void DiskTier::ScanDirectory() {
   // The manifest names the dataset; entries of another one are not ours to serve.
   const std::string manifest = options_.tier.path + "/" + kManifest;
   bool same_dataset = false;
+  // What the last run left (written when it ended; absent after a crash or a clear).
+  std::optional<uint64_t> left;
+  uint64_t last_drops = 0;
   {
     std::ifstream in(manifest);
     if (in) {
       const auto j = nlohmann::json::parse(in, nullptr, false);
       same_dataset = j.is_object() && j.value("fingerprint", "") == options_.fingerprint;
+      if (same_dataset && j.contains("entries") && !options_.tier.clear) {
+        left = j.value("entries", uint64_t{0});
+        last_drops = j.value("write_drops", uint64_t{0});
+      }
     }
   }
-  uint64_t wiped = 0;
+  uint64_t wiped = 0, interrupted = 0, damaged = 0, over = 0;
   std::error_code ec;
   std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> found;
   for (const auto& e : fs::directory_iterator(options_.tier.path, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("tmp-", 0) == 0) {  // an interrupted write: never made visible
       fs::remove(e.path(), ec);
+      ++interrupted;
       continue;
     }
     uint64_t id, size, hash;
@@ -285,6 +296,7 @@ void DiskTier::ScanDirectory() {
     if (!same_dataset || id >= options_.num_ids || ec || on_disk < size || size == 0) {
       fs::remove(e.path(), ec);
       wiped += !same_dataset;
+      damaged += same_dataset;
       continue;
     }
     found.emplace_back(id, size, hash);
@@ -296,6 +308,7 @@ void DiskTier::ScanDirectory() {
       char path[kMaxPath];
       FormatPath(path, options_.tier.path, kEntryFormat, id, size, hash);
       unlink(path);
+      ++over;
       continue;
     }
     for (uint64_t v : evicted_) RemoveFileLocked(v);
@@ -308,8 +321,59 @@ void DiskTier::ScanDirectory() {
     std::fprintf(stderr, "notice: %s held %llu entries of another dataset; removed them\n",
                  options_.tier.path.c_str(), static_cast<unsigned long long>(wiped));
   }
-  std::ofstream out(manifest);
-  out << nlohmann::json{{"fingerprint", options_.fingerprint}, {"version", 1}}.dump() << "\n";
+  start_note_ = ExplainStart(left, last_drops, interrupted, damaged, over);
+  if (!start_note_.empty() && !options_.quiet) {
+    std::fprintf(stderr, "notice: %s\n", start_note_.c_str());
+  }
+  WriteManifest(std::nullopt);
+}
+
+std::string DiskTier::ExplainStart(std::optional<uint64_t> left, uint64_t last_drops,
+                                   uint64_t interrupted, uint64_t damaged, uint64_t over) const {
+  std::vector<std::string> why;
+  if (left && entries_at_start_ < *left) {
+    const uint64_t explained = damaged + over;
+    if (damaged) why.push_back(fmt::format("{} damaged (short or empty), removed", damaged));
+    if (over) why.push_back(fmt::format("{} beyond this run's capacity, removed", over));
+    if (*left > entries_at_start_ + explained) {
+      why.push_back(fmt::format("{} missing: removed by something other than stallscope",
+                                *left - entries_at_start_ - explained));
+    }
+  }
+  if (interrupted) why.push_back(fmt::format("{} interrupted writes removed", interrupted));
+  if (last_drops) {
+    why.push_back(
+        fmt::format("the last run dropped {} admissions (every write buffer waited on "
+                    "the disk), so those samples were never cached",
+                    last_drops));
+  }
+  if (why.empty() || (!left && !interrupted)) return "";
+  std::string text =
+      left ? fmt::format(
+                 "{}: a warm start with {} of the {} entries the last run "
+                 "left",
+                 options_.tier.path, entries_at_start_, *left)
+           : fmt::format("{}: {} entries at start", options_.tier.path, entries_at_start_);
+  for (size_t i = 0; i < why.size(); ++i) text += (i ? "; " : " (") + why[i];
+  return text + ")";
+}
+
+// The manifest: the dataset's fingerprint, and when the run has ended, what it left (read by
+// the next start to explain a shortfall). Written to a new name and renamed over the old.
+void DiskTier::WriteManifest(std::optional<uint64_t> entries) const {
+  nlohmann::json j{{"fingerprint", options_.fingerprint}, {"version", 1}};
+  if (entries) {
+    j["entries"] = *entries;
+    j["write_drops"] = write_drops_.load(std::memory_order_relaxed);
+  }
+  const std::string manifest = options_.tier.path + "/" + kManifest;
+  const std::string fresh = manifest + ".new";
+  {
+    std::ofstream out(fresh);
+    out << j.dump() << "\n";
+    if (!out) return;  // the tier works without it; the next start explains less
+  }
+  std::rename(fresh.c_str(), manifest.c_str());
 }
 
 std::string DiskTier::EntryPath(uint64_t id) const {

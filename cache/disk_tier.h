@@ -32,6 +32,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,10 @@ class DiskTier final : public CacheTier, private FileReadSource, private ReadCal
 
   bool direct_io() const { return direct_; }
   uint64_t entries_at_start() const { return entries_at_start_; }
+  // Why a warm start found fewer entries than the last run left, or why that run left fewer
+  // than it was given (its dropped admissions); empty when there is nothing to explain. Also
+  // printed as a notice unless quiet.
+  const std::string& start_note() const { return start_note_; }
   std::string EntryPath(uint64_t id) const;
 
  private:
@@ -97,6 +102,9 @@ class DiskTier final : public CacheTier, private FileReadSource, private ReadCal
   void OnReadComplete(const ReadRequest& request, int64_t result) override;
 
   void ScanDirectory();
+  std::string ExplainStart(std::optional<uint64_t> left, uint64_t last_drops, uint64_t interrupted,
+                           uint64_t damaged, uint64_t over) const;
+  void WriteManifest(std::optional<uint64_t> entries) const;
   // Forgets and unlinks an entry. REQUIRES: mu_ held.
   void DropLocked(uint64_t id);
   // Unlinks an entry's file now, or when its write finishes. REQUIRES: mu_ held.
@@ -108,6 +116,7 @@ class DiskTier final : public CacheTier, private FileReadSource, private ReadCal
   bool direct_ = false;
   uint64_t buffer_bytes_ = 0;
   uint64_t entries_at_start_ = 0;
+  std::string start_note_;
 
   // Per id. state_ is published with release after size_/hash_ are written.
   std::unique_ptr<std::atomic<uint8_t>[]> state_;

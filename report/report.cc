@@ -260,6 +260,18 @@ void AddTierRows(VariantTable& table, const std::vector<VariantResult>& vs) {
       }
       return std::string("-");
     });
+    // A disk tier drops an admission when every write buffer waits on the disk (it never
+    // holds up the pipeline): shown where any variant dropped one.
+    const auto dropped = [&](const VariantResult& v) {
+      for (const TierResult& t : v.cache) {
+        if (t.name == name) return t.write_drops;
+      }
+      return uint64_t{0};
+    };
+    if (std::any_of(vs.begin(), vs.end(), [&](const VariantResult& v) { return dropped(v) > 0; })) {
+      table.Add("  " + name + " admissions dropped",
+                [dropped](const VariantResult& v) { return fmt::format("{}", dropped(v)); });
+    }
   }
 }
 

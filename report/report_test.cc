@@ -303,6 +303,9 @@ TEST(FormatTable, OneColumnPerVariantWithItsOwnNumbers) {
   // A tier the variant does not have is "-", not 0%.
   EXPECT_EQ(Cells(t, "  memory hit / evictions"), (Strings{"70.0% / 5", "-"}));
   EXPECT_EQ(Cells(t, "  disk hit / evictions"), (Strings{"30.0% / 17", "0.0% / 9"}));
+  // The disk tier's dropped admissions: a row where any variant dropped one.
+  EXPECT_EQ(Cells(t, "  disk admissions dropped"), (Strings{"3", "0"}));
+  EXPECT_TRUE(Cells(t, "  memory admissions dropped").empty());
   EXPECT_EQ(Cells(t, "epoch idle"), (Strings{"81% 22% 8%", "44% 2%"}));
   EXPECT_EQ(Cells(t, "verified / bad"), (Strings{"5566 / 1", "0 / 0"}));
   EXPECT_EQ(Cells(t, "bottleneck"), (Strings{"fetch", "gpu"}));
