@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "base/start_thread.h"
+
 namespace stallscope {
 namespace {
 
@@ -28,15 +30,21 @@ StopOnSignal::StopOnSignal() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);
-  watcher_ = std::thread([this] {
-    while (!done_.load()) {
-      if (g_stop_signal) {
-        std::lock_guard lock(mu_);
-        if (pipeline_) pipeline_->RequestStop();
+  try {
+    watcher_ = StartThread("the signal watcher thread", [this] {
+      while (!done_.load()) {
+        if (g_stop_signal) {
+          std::lock_guard lock(mu_);
+          if (pipeline_) pipeline_->RequestStop();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
+    });
+  } catch (const RunFailed&) {
+    sigaction(SIGINT, &old_int_, nullptr);  // no destructor will put them back
+    sigaction(SIGTERM, &old_term_, nullptr);
+    throw;
+  }
 }
 
 StopOnSignal::~StopOnSignal() {

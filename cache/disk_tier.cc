@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/align.h"
+#include "base/start_thread.h"
 #include "storage/uring_ring.h"
 
 namespace stallscope {
@@ -44,7 +45,7 @@ class DiskTier::Writer {
   // 5 SQEs per chain (open, write, fsync, close, rename), into `slots` direct descriptors.
   Writer(DiskTier* tier, uint32_t slots) : tier_(tier), writes_(slots), ring_(5 * slots, slots) {
     uring_ = ring_.ok() && ring_.fixed_files();
-    thread_ = std::thread([this] { Run(); });
+    thread_ = StartThread("the disk tier's writer thread", [this] { Run(); });
   }
   ~Writer() {
     {

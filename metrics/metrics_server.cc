@@ -7,6 +7,8 @@
 #include <optional>
 #include <thread>
 
+#include "base/start_thread.h"
+
 namespace stallscope {
 
 namespace asio = boost::asio;
@@ -122,7 +124,7 @@ class MetricsServer::Impl {
                                   ": cannot listen: " + ec.message());
     }
     Accept();
-    thread_ = std::thread([this] { context_.run(); });
+    thread_ = StartThread("the metrics server's thread", [this] { context_.run(); });
   }
 
   ~Impl() {

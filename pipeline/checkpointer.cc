@@ -7,6 +7,7 @@
 
 #include "base/align.h"
 #include "base/clock.h"
+#include "base/start_thread.h"
 #include "pipeline/nvtx.h"
 
 namespace stallscope {
@@ -32,7 +33,8 @@ Checkpointer::Checkpointer(const CheckpointOptions& options, uint64_t bytes, Che
     std::memset(buffer_.get(), 0, room);  // faulted in now, not during the first snapshot
     device_.PinHost(buffer_.get(), room);
   }
-  if (options_.mode == CheckpointMode::kAsync) writer_ = std::thread([this] { WriterLoop(); });
+  if (options_.mode == CheckpointMode::kAsync)
+    writer_ = StartThread("the checkpoint writer thread", [this] { WriterLoop(); });
 }
 
 Checkpointer::~Checkpointer() {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "base/align.h"
+#include "base/start_thread.h"
 #include "pipeline/checkpointer.h"
 #include "pipeline/nvtx.h"
 #include "pipeline/pipeline_internal.h"
@@ -122,15 +123,25 @@ RunRecord Pipeline::Run() {
       return rec;
     }
   }
-  std::thread fetcher([this] { FetcherLoop(); });
+  // The loader's threads. One that cannot start (the host's thread limit) fails the run;
+  // those started are stopped and joined as after any failure. The fetcher, which issues
+  // the reads, starts last: a run that fails here has no read in flight.
+  std::thread fetcher, copier, retrier;
   std::vector<std::thread> workers;
-  if (plan_.preprocess_stage) {
-    for (uint32_t w = 0; w < std::max<uint32_t>(options_.loader.workers, 1); ++w) {
-      workers.emplace_back([this, w] { WorkerLoop(static_cast<int>(w)); });
+  try {
+    retrier = StartThread("the loader's retry thread", [this] { RetryLoop(); });
+    copier = StartThread("the loader's copy thread", [this] { CopyLoop(); });
+    if (plan_.preprocess_stage) {
+      const uint32_t n = std::max<uint32_t>(options_.loader.workers, 1);
+      for (uint32_t w = 0; w < n; ++w) {
+        workers.push_back(StartThread(fmt::format("preprocessing worker {} of {}", w + 1, n),
+                                      [this, w] { WorkerLoop(static_cast<int>(w)); }));
+      }
     }
+    fetcher = StartThread("the loader's fetch thread", [this] { FetcherLoop(); });
+  } catch (const RunFailed& e) {
+    Fail(e.what());
   }
-  std::thread copier([this] { CopyLoop(); });
-  std::thread retrier([this] { RetryLoop(); });
   DeviceLoop();
   {
     std::lock_guard lock(mu_);
@@ -140,9 +151,9 @@ RunRecord Pipeline::Run() {
   fetch_cv_.notify_all();
   worker_cv_.notify_all();
   copy_cv_.notify_all();
-  fetcher.join();
+  if (fetcher.joinable()) fetcher.join();
   for (auto& w : workers) w.join();
-  copier.join();
+  if (copier.joinable()) copier.join();
   // Reads still in flight after a failure write into our slots: wait for them (retries
   // waiting out their backoff are sent at once now).
   stopping_ = true;
@@ -153,7 +164,7 @@ RunRecord Pipeline::Run() {
     retry_stop_ = true;
   }
   retry_cv_.notify_all();
-  retrier.join();
+  if (retrier.joinable()) retrier.join();
 
   FinishRecord(rec);
   return rec;

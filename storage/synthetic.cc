@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/start_thread.h"
 #include "storage/content.h"
 
 namespace stallscope {
@@ -102,7 +103,7 @@ class SimulatedStorage::Engine {
     // steady_clock is CLOCK_MONOTONIC: the same clock in every process of this host.
     if (shared)
       model_.Share(shared, std::chrono::duration<double>(start_.time_since_epoch()).count());
-    thread_ = std::thread([this] { context_.run(); });
+    thread_ = StartThread("the simulated storage's thread", [this] { context_.run(); });
   }
 
   ~Engine() {

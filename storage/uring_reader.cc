@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/align.h"
+#include "base/start_thread.h"
 #include "storage/uring_ring.h"
 
 namespace stallscope {
@@ -64,7 +65,7 @@ class UringFileReader::IoThread {
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
-    thread_ = std::thread([this] { uring_ ? RunUring() : RunPread(); });
+    thread_ = StartThread("an I/O thread", [this] { uring_ ? RunUring() : RunPread(); });
   }
 
   ~IoThread() {

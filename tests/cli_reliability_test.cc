@@ -323,5 +323,44 @@ run: {epochs: 1}
                  "cache.tiers.0.capacity: a memory tier of");
 }
 
+// A host that will start no more threads (a pids cgroup of this process's making, as a
+// container's pids.max or ulimit -u would be): at every limit from 2 tasks up, the run ends
+// with exit 1 and one message naming the thread it could not start — never an abort. Before
+// 2026-12-02 the limits from 4 to 20 ended in "terminate called without an active
+// exception" (exit 134): the loader's threads already started were destroyed unjoined.
+TEST_F(Cli, AHostThatStartsNoMoreThreadsGetsAMessageNotAnAbort) {
+  if (testing::kSanitized) {
+    GTEST_SKIP() << "the sanitizers' leak check starts a task of its own at exit";
+  }
+  const std::string cgroup = "/sys/fs/cgroup/pids/stallscope-test-" + std::to_string(getpid());
+  std::error_code ec;
+  if (!std::filesystem::create_directory(cgroup, ec) || ec) {
+    GTEST_SKIP() << "no pids cgroup (v1) to make here: " << (ec ? ec.message() : "exists");
+  }
+  const std::string s = Write("threads.yaml", R"(name: threads
+dataset: {samples: 2000, sample_size: 16KiB}
+storage: {kind: simulated, bandwidth: 400MB/s}
+loader: {batch_size: 20, prefetch: 2, workers: 16, preprocess: normalize}
+gpu: {device: emulated, step_time: 1ms}
+run: {epochs: 1}
+)");
+  int refused = 0;
+  for (int limit = 2; limit <= 40; limit += limit < 8 ? 1 : 6) {
+    std::ofstream(cgroup + "/pids.max") << limit;
+    const Result r = Command("sh -c 'echo $$ > " + cgroup + "/cgroup.procs && exec " +
+                             STALLSCOPE_BIN + " run " + s + " --quiet'");
+    SCOPED_TRACE(::testing::Message() << "pids.max " << limit << ": " << r.err);
+    ASSERT_TRUE(r.code == 0 || r.code == 1) << "exit " << r.code;
+    if (r.code == 1) {
+      ++refused;
+      EXPECT_NE(r.err.find("cannot start "), std::string::npos);
+      EXPECT_NE(r.err.find("pids.max"), std::string::npos);
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message";
+    }
+  }
+  std::filesystem::remove(cgroup, ec);
+  EXPECT_GE(refused, 8) << "the limits must have bitten";
+}
+
 }  // namespace
 }  // namespace stallscope
