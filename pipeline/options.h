@@ -132,7 +132,7 @@ class CheckpointSchedule {
   // A time-interval schedule whose interval has passed at `now` (a multi-rank job's vote at
   // a step's barrier: the ranks take the checkpoint after that step if any rank votes).
   bool IntervalPassed(double now) const {
-    return every_ == 0 && interval_ > 0 && started_ && now - last_ >= interval_;
+    return by_interval() && started_ && now - last_ >= interval_;
   }
   bool by_interval() const { return every_ == 0 && interval_ > 0; }
   void Taken(double end) { last_ = end; }

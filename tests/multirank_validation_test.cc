@@ -26,7 +26,8 @@ namespace stallscope::cli {
 namespace {
 
 constexpr double kTolerance = 0.03;
-constexpr double kDiskTolerance = 0.05;  // a disk tier filling on this VM's disk (below)
+constexpr double kDiskTolerance = 0.05;             // a disk tier filling on this VM's disk (below)
+constexpr double kSharedCoresSyncTolerance = 0.05;  // `sync` of two ranks on two cores (below)
 // The variants whose point is a fed GPU (declared, as the 1 x 1 validation declares its
 // no-idle cases): their real idle is the step barrier's wake-up, which the simulator does not
 // model. On this 2-core VM it was 3-9% (2026-12-01) and 8-15% (2026-12-02, the same code's
@@ -162,7 +163,13 @@ class MultiRankValidation : public Cli {
                              std::abs(sim_sync - sync) * 100});
       }
       EXPECT_NEAR(sim.gpu_idle_fraction, idle, tolerance) << layout.name << " " << name;
-      EXPECT_NEAR(sim_sync, sync, tolerance) << layout.name << " " << name;
+      // Two ranks of one node on this host's two cores: which of them waits for the other
+      // each step is the scheduler's pick, which the simulator does not model. The job's idle
+      // holds to 3 pp there; its split into `sync` moved 20.8-25.3% real against 21.5%
+      // simulated for the same `cached` variant (2026-12-02, 8 runs, one CI run): 5 pp.
+      const double sync_tolerance =
+          layout.nodes == 1 ? std::max(tolerance, kSharedCoresSyncTolerance) : tolerance;
+      EXPECT_NEAR(sim_sync, sync, sync_tolerance) << layout.name << " " << name;
     }
   }
   ~MultiRankValidation() override {
