@@ -39,6 +39,21 @@ constexpr double kFedBound = 0.20;
 // slows the host unevenly; see simulator_validation_test).
 constexpr bool kCompare = !testing::kSanitized;
 
+struct Layout {
+  const char* name;
+  uint32_t nodes, gpus_per_node;
+};
+
+// One comparison's line: the variant's idle and sync share, real and simulated.
+void PrintRow(const std::string& file, const Layout& layout, const std::string& name, double idle,
+              double sim_idle, double sync, double sim_sync) {
+  std::printf(
+      "%-16s %-4s %-13s idle real %5.1f%% simulated %5.1f%% (%+.1f pp)   sync real %5.1f%% "
+      "simulated %5.1f%% (%+.1f pp)\n",
+      std::filesystem::path(file).stem().c_str(), layout.name, name.c_str(), idle * 100,
+      sim_idle * 100, (sim_idle - idle) * 100, sync * 100, sim_sync * 100, (sim_sync - sync) * 100);
+}
+
 // A disk tier's read model: this host's disk as the job's ranks read it.
 struct DiskRead {
   double bandwidth = 0;  // bytes/s, this host's disk divided among `nodes`
@@ -61,11 +76,6 @@ DiskRead MeasureDiskTier(const TierOptions& tier, const IoOptions& io, uint32_t 
               FormatRate(fit.model.bandwidth_bytes_per_second / nodes).c_str());
   return DiskRead{fit.model.bandwidth_bytes_per_second / nodes, fit.model.latency_p50_seconds};
 }
-
-struct Layout {
-  const char* name;
-  uint32_t nodes, gpus_per_node;
-};
 
 class MultiRankValidation : public Cli {
  protected:
@@ -152,12 +162,7 @@ class MultiRankValidation : public Cli {
       const double sync =
           real["stall_seconds"]["sync"].get<double>() / real["window_seconds"].get<double>();
       const double sim_sync = sim.stall.sync / sim.window_seconds;
-      std::printf(
-          "%-16s %-4s %-13s idle real %5.1f%% simulated %5.1f%% (%+.1f pp)   sync real %5.1f%% "
-          "simulated %5.1f%% (%+.1f pp)\n",
-          std::filesystem::path(file).stem().c_str(), layout.name, name.c_str(), idle * 100,
-          sim.gpu_idle_fraction * 100, (sim.gpu_idle_fraction - idle) * 100, sync * 100,
-          sim_sync * 100, (sim_sync - sync) * 100);
+      PrintRow(file, layout, name, idle, sim.gpu_idle_fraction, sync, sim_sync);
       if (!kCompare) continue;
       // A disk too slow for the tier's writes drops admissions (write_drops; the tier never
       // waits for its disk), which the simulator does not model: that variant's later epochs,
