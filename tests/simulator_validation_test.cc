@@ -204,13 +204,16 @@ void Validate(const Case& c, Simulator& sim) {
     // A directory's storage is measured the same way, as `calibrate --dir` measures it (the
     // simulator gets the fitted model, never the real run's own numbers).
     VariantResult real, simulated;
+    testing::HostCpuWatch::Taken taken;
     const int attempts = kCompare ? 2 : 1;
     for (int attempt = 0; attempt < attempts; ++attempt) {
       const NodeOptions before = measure(s);
       const SimulatedStorageOptions disk_before = FitDirectory(s);
       auto storage = MakeStorage(s, /*quiet=*/true);
       EmulatedDevice device(s.gpu.step_time);
+      const testing::HostCpuWatch watch;
       real = RunVariant(s, *storage, device, RunHooks{.quiet = true});
+      taken = watch.Stop();
       Scenario model = OnThisHost(s, MeanNode(before, measure(s)));
       model.storage.model = MeanStorage(disk_before, FitDirectory(s));
       simulated = sim.RunVariant(model);
@@ -221,9 +224,9 @@ void Validate(const Case& c, Simulator& sim) {
       tally.retried++;
       std::printf(
           "%-28s %-16s FIRST ATTEMPT outside the tolerance (real %.1f%%, simulated "
-          "%.1f%%): measured again\n",
+          "%.1f%%; other processes took %.2f cores, steal %.2f): measured again\n",
           c.label.c_str(), variant.c_str(), real.gpu_idle_fraction * 100,
-          simulated.gpu_idle_fraction * 100);
+          simulated.gpu_idle_fraction * 100, taken.others, taken.steal);
     }
     const double diff = simulated.gpu_idle_fraction - real.gpu_idle_fraction;
     const bool declared = c.idle_free.count("*") || c.idle_free.count(variant);
@@ -244,7 +247,9 @@ void Validate(const Case& c, Simulator& sim) {
                 simulated.gpu_idle_fraction * 100, diff * 100, kind);
     if (kCompare) {
       EXPECT_NEAR(simulated.gpu_idle_fraction, real.gpu_idle_fraction, kTolerance)
-          << c.label << " / " << variant;
+          << c.label << " / " << variant << " (during the real run other processes took "
+          << taken.others << " cores of " << s.cluster.node.cores << ", steal " << taken.steal
+          << ")";
     }
     // The same policy code decides the same hits — where every admission was made: a real
     // disk tier drops admissions while all its write buffers wait on a stalled disk (counted,
@@ -371,12 +376,13 @@ TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
   }
   // Workers against 3 ms of CPU work per sample (the GPU wants 800 samples/s).
   for (const char* w : {"1", "2", "3"}) {
-    Validate({dir + "/workers_sweep.yaml",
-              {ParseSetArgument(std::string("loader.workers=") + w),
-               ParseSetArgument("loader.preprocess.cost=3ms")},
-              std::string("workers ") + w,
-              "workers-1"},
-             SharedSimulator());
+    Validate(
+        {dir + "/workers_sweep.yaml",
+         {ParseSetArgument(std::string("loader.workers=") + w),
+          ParseSetArgument("loader.preprocess.cost=3ms"), ParseSetArgument("gpu.step_time=20ms")},
+         std::string("workers ") + w,
+         "workers-1"},
+        SharedSimulator());
   }
 }
 
