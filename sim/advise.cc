@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <thread>
 
 #include "base/errors.h"
+#include "base/start_thread.h"
 #include "base/units.h"
 #include "sim/rank_loop.h"
 
@@ -175,37 +179,13 @@ class Search {
 
   // The point's index in result_.points (simulating it the first time); -1 past the budget
   // or where the scenario cannot be simulated (a RAM tier larger than the node's memory).
-  int Eval(const Point& p, bool unbudgeted = false) {
-    if (auto it = seen_.find(p); it != seen_.end()) return it->second;
-    if (!unbudgeted && result_.simulations >= budget_) return -1;
-    AdvisePoint out;
-    std::vector<Override> sets = o_.sets;
-    for (size_t k = 0; k < knobs_.size(); ++k) {
-      if (p[k] < 0) continue;
-      out.changes.push_back(knobs_[k].rungs[p[k]]);
-      for (const auto& [key, value] : knobs_[k].sets[p[k]]) {
-        sets.push_back(ParseSetArgument(key + "=" + value));
-      }
-    }
-    ++result_.simulations;
-    try {
-      // Every point starts from empty disk tiers, as the scenario as it is does: a disk tier
-      // kept from the previous point (clear: false) would make a point's answer depend on
-      // the order of the search.
-      sim_.ForgetDisks();
-      const VariantResult v = sim_.RunVariant(file_.Resolve(o_.variant, sets));
-      out.idle = v.gpu_idle_fraction;
-      out.au = v.au;
-      out.bottleneck = v.bottleneck_stage;
-      out.verdict = v.bottleneck_text;
-    } catch (const BadInput&) {
-      seen_[p] = -1;
-      return -1;
-    }
-    Price(out);
-    result_.points.push_back(std::move(out));
-    return seen_[p] = static_cast<int>(result_.points.size() - 1);
-  }
+  int Eval(const Point& p, bool unbudgeted = false) { return EvalMany({p}, unbudgeted)[0]; }
+
+  // Eval of each point, the new ones simulated side by side on up to one thread per core
+  // (each with a simulator of its own: every point starts from empty disk tiers, as the
+  // scenario as it is does, so no answer depends on the order of the search). Points enter
+  // result_.points, and the budget, in the order given.
+  std::vector<int> EvalMany(const std::vector<Point>& ps, bool unbudgeted = false);
 
   double Idle(int i) const { return i < 0 ? 2.0 : result_.points[i].idle; }
 
@@ -225,6 +205,17 @@ class Search {
     }
   }
   void Finish();
+  std::vector<Override> SetsOf(const Point& p, std::vector<AdviseChange>& changes) const {
+    std::vector<Override> sets = o_.sets;
+    for (size_t k = 0; k < knobs_.size(); ++k) {
+      if (p[k] < 0) continue;
+      changes.push_back(knobs_[k].rungs[p[k]]);
+      for (const auto& [key, value] : knobs_[k].sets[p[k]]) {
+        sets.push_back(ParseSetArgument(key + "=" + value));
+      }
+    }
+    return sets;
+  }
 
   const ScenarioFile& file_;
   const AdviseOptions& o_;
@@ -236,27 +227,118 @@ class Search {
   uint64_t budget_ = 0;
 };
 
+std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted) {
+  std::vector<int> out(ps.size(), -1);
+  struct Job {
+    size_t at;  // index into ps
+    Scenario scenario;
+    AdvisePoint point;
+    bool bad = false;
+    std::exception_ptr error;
+  };
+  std::vector<Job> jobs;
+  std::map<Point, size_t> queued;  // a point given twice is simulated once
+  for (size_t n = 0; n < ps.size(); ++n) {
+    if (auto it = seen_.find(ps[n]); it != seen_.end()) {
+      out[n] = it->second;
+      continue;
+    }
+    if (queued.count(ps[n])) continue;
+    if (!unbudgeted && result_.simulations >= budget_) continue;
+    ++result_.simulations;
+    Job j;
+    j.at = n;
+    try {
+      j.scenario = file_.Resolve(o_.variant, SetsOf(ps[n], j.point.changes));
+    } catch (const BadInput&) {
+      j.bad = true;
+    }
+    queued[ps[n]] = jobs.size();
+    jobs.push_back(std::move(j));
+  }
+  const auto simulate = [](Job& j, Simulator& sim) {
+    if (j.bad) return;
+    try {
+      const VariantResult v = sim.RunVariant(j.scenario);
+      j.point.idle = v.gpu_idle_fraction;
+      j.point.au = v.au;
+      j.point.bottleneck = v.bottleneck_stage;
+      j.point.verdict = v.bottleneck_text;
+    } catch (const BadInput&) {
+      j.bad = true;
+    } catch (...) {
+      j.error = std::current_exception();
+    }
+  };
+  const size_t threads = std::min<size_t>(
+      jobs.size(), o_.threads ? o_.threads : std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (Job& j : jobs) {
+      sim_.ForgetDisks();
+      simulate(j, sim_);
+    }
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < threads; ++t) {
+      pool.push_back(StartThread("an advise simulation thread", [&] {
+        Simulator sim;
+        for (size_t n; (n = next++) < jobs.size();) simulate(jobs[n], sim), sim.ForgetDisks();
+      }));
+    }
+    for (std::thread& t : pool) t.join();
+  }
+  for (Job& j : jobs) {
+    if (j.error) std::rethrow_exception(j.error);
+    int& index = seen_[ps[j.at]];
+    if (j.bad) {
+      index = -1;
+    } else {
+      Price(j.point);
+      result_.points.push_back(std::move(j.point));
+      index = static_cast<int>(result_.points.size() - 1);
+    }
+  }
+  for (size_t n = 0; n < ps.size(); ++n) {
+    if (auto it = seen_.find(ps[n]); it != seen_.end()) out[n] = it->second;
+  }
+  return out;
+}
+
 AdviseResult Search::Run() {
   const size_t K = knobs_.size();
   const Point none(K, -1);
   const int base = Eval(none, true);
   if (base < 0) throw BadInput("advise: the scenario itself cannot be simulated");
   const bool done = result_.points[base].reaches;
-  // 1. Each knob alone, up its ladder while it gains.
-  std::vector<int> best_rung(K, -1);
-  for (size_t k = 0; k < K && !done; ++k) {
-    double last = Idle(base), best = last;
-    for (int r = 0; r < static_cast<int>(knobs_[k].rungs.size()); ++r) {
-      Point p = none;
-      p[k] = r;
-      const int i = Eval(p);
-      if (i < 0) break;
-      if (Idle(i) < best) {
-        best = Idle(i);
-        best_rung[k] = r;
+  // 1. Each knob alone, up its ladder while it gains: every climbing knob's next rung in one
+  // wave.
+  std::vector<int> best_rung(K, -1), next(K, done ? -1 : 0);
+  std::vector<double> last(K, Idle(base)), best(K, Idle(base));
+  while (true) {
+    std::vector<size_t> climbing;
+    std::vector<Point> wave;
+    for (size_t k = 0; k < K; ++k) {
+      if (next[k] < 0 || next[k] >= static_cast<int>(knobs_[k].rungs.size())) continue;
+      climbing.push_back(k);
+      wave.push_back(none);
+      wave.back()[k] = next[k];
+    }
+    if (wave.empty()) break;
+    const std::vector<int> got = EvalMany(wave);
+    for (size_t w = 0; w < wave.size(); ++w) {
+      const size_t k = climbing[w];
+      const int i = got[w];
+      if (i >= 0 && Idle(i) < best[k]) {
+        best[k] = Idle(i);
+        best_rung[k] = next[k];
       }
-      if (result_.points[i].reaches || last - Idle(i) < 0.005) break;
-      last = Idle(i);
+      if (i < 0 || result_.points[i].reaches || last[k] - Idle(i) < 0.005) {
+        next[k] = -1;
+      } else {
+        last[k] = Idle(i);
+        ++next[k];
+      }
     }
   }
   // 2. Greedy: add the knob that gains most, up to three knobs.
@@ -273,20 +355,23 @@ AdviseResult Search::Run() {
     }
   }
   for (int round = 0; round < 2 && !done && !result_.points[cur_i].reaches; ++round) {
-    Point best = cur;
-    int best_i = cur_i;
+    std::vector<Point> candidates;
     for (size_t k = 0; k < K; ++k) {
       if (cur[k] >= 0) continue;
       const int top = static_cast<int>(knobs_[k].rungs.size()) - 1;
       for (int r : {best_rung[k], 0, top}) {
         if (r < 0) continue;
-        Point p = cur;
-        p[k] = r;
-        const int i = Eval(p);
-        if (i >= 0 && Idle(i) < Idle(best_i)) {
-          best = p;
-          best_i = i;
-        }
+        candidates.push_back(cur);
+        candidates.back()[k] = r;
+      }
+    }
+    const std::vector<int> got = EvalMany(candidates);
+    Point best = cur;
+    int best_i = cur_i;
+    for (size_t n = 0; n < candidates.size(); ++n) {
+      if (got[n] >= 0 && Idle(got[n]) < Idle(best_i)) {
+        best = candidates[n];
+        best_i = got[n];
       }
     }
     if (best_i == cur_i) break;
@@ -316,10 +401,15 @@ AdviseResult Search::Run() {
 AdviseResult Search::RunAll() {
   const size_t K = knobs_.size();
   Point p(K, -1);
+  std::vector<Point> chunk;  // simulated side by side, 64 points at a time
   while (true) {
-    Eval(p, true);
+    chunk.push_back(p);
     size_t k = 0;
     while (k < K && ++p[k] == static_cast<int>(knobs_[k].rungs.size())) p[k++] = -1;
+    if (k == K || chunk.size() == 64) {
+      EvalMany(chunk, true);
+      chunk.clear();
+    }
     if (k == K) break;
   }
   Finish();

@@ -18,7 +18,12 @@
 // where the scenario prices what they add (cost.ram_gib_day, storage_gbps_day, core_day),
 // else by size: each changed knob counts 1 + its rung index.
 //
-// Thread-safety: Advise() runs simulations one after another on the caller's thread.
+// Points that do not depend on each other (each knob's next rung in step 1, a round's
+// candidates in step 2, the exhaustive grid) are simulated side by side, one thread per core,
+// each point from empty disk tiers: the answer is the same on any number of cores.
+//
+// Thread-safety: Advise() uses the caller's thread and up to one thread per core; `sim` is
+// used on the caller's thread only.
 #ifndef STALLSCOPE_SIM_ADVISE_H_
 #define STALLSCOPE_SIM_ADVISE_H_
 
@@ -58,6 +63,7 @@ struct AdviseOptions {
   // nic); empty = all that apply.
   std::vector<std::string> knobs;
   uint32_t max_simulations = 0;  // 0 = 10% of the space, at least 20
+  uint32_t threads = 0;          // simulations side by side; 0 = one per core
 };
 
 struct AdviseResult {

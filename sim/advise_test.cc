@@ -198,5 +198,34 @@ run: {epochs: 2}
   EXPECT_LT(warm.RunVariant(base).gpu_idle_fraction, cold - 0.1);
 }
 
+// Points are simulated side by side (one thread per core): one thread and four give the same
+// points, in the same order, with the same answers.
+TEST(Advise, TheAnswerIsTheSameOnOneThreadAndOnFour) {
+  const ScenarioFile file =
+      ScenarioFile::Parse(kBase + R"(storage: {kind: simulated, bandwidth: 6.5MB/s, latency: {p50: 5ms, p99: 5ms}}
+loader: {prefetch: 1, preprocess: {kind: normalize, cost: 1ms}}
+)",
+                          "threads.yaml");
+  AdviseOptions o;
+  o.variant = "base";
+  o.target_idle = 0.6;  // reached by a few points: the ranking is compared too
+  std::vector<AdviseResult> r;
+  for (uint32_t threads : {1u, 4u}) {
+    o.threads = threads;
+    Simulator sim;
+    r.push_back(Advise(file, o, sim));
+  }
+  ASSERT_GE(r[0].points.size(), 5u);
+  ASSERT_GE(r[0].ranked.size(), 2u);
+  ASSERT_EQ(r[0].points.size(), r[1].points.size());
+  EXPECT_EQ(r[0].ranked, r[1].ranked);
+  for (size_t i = 0; i < r[0].points.size(); ++i) {
+    const AdvisePoint &a = r[0].points[i], &b = r[1].points[i];
+    ASSERT_EQ(a.changes.size(), b.changes.size()) << "point " << i;
+    for (size_t c = 0; c < a.changes.size(); ++c) EXPECT_EQ(a.changes[c].text, b.changes[c].text);
+    EXPECT_DOUBLE_EQ(a.idle, b.idle) << "point " << i;
+  }
+}
+
 }  // namespace
 }  // namespace stallscope
