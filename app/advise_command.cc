@@ -23,7 +23,9 @@ std::string Pct(double x) { return fmt::format("{:.1f}%", x * 100); }
 std::string SetLines(const AdvisePoint& p) {
   std::string s;
   for (const AdviseChange& c : p.changes) {
-    s += fmt::format("{}--set '{}={}'", s.empty() ? "" : " ", c.key, c.value);
+    for (const auto& [key, value] : c.sets) {
+      s += fmt::format("{}--set '{}={}'", s.empty() ? "" : " ", key, value);
+    }
   }
   return s;
 }
@@ -38,7 +40,10 @@ std::string Cost(const AdvisePoint& p) {
 nlohmann::json PointJson(const AdvisePoint& p) {
   nlohmann::json changes = nlohmann::json::array();
   for (const AdviseChange& c : p.changes) {
-    changes.push_back({{"key", c.key}, {"value", c.value}, {"text", c.text}, {"rung", c.rung}});
+    nlohmann::json sets = nlohmann::json::object();
+    for (const auto& [key, value] : c.sets) sets[key] = value;
+    changes.push_back(
+        {{"key", c.key}, {"value", c.value}, {"sets", sets}, {"text", c.text}, {"rung", c.rung}});
   }
   return {{"changes", changes},
           {"gpu_idle_fraction", p.idle},
@@ -54,7 +59,7 @@ nlohmann::json PointJson(const AdvisePoint& p) {
 // A real run (emulated device) of the scenario with the point's changes.
 double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p) {
   std::vector<Override> sets = o.sets;
-  for (const AdviseChange& c : p.changes) sets.push_back(ParseSetArgument(c.key + "=" + c.value));
+  for (Override& x : PointSets(p)) sets.push_back(std::move(x));
   sets.push_back(ParseSetArgument("gpu.device=emulated"));
   const Scenario s = file.Resolve(o.variant, sets);
   auto storage = MakeStorage(s, true);
@@ -135,9 +140,7 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   }
   if (!c.write.empty() && top) {
     std::vector<Override> sets = o.sets;
-    for (const AdviseChange& ch : top->changes) {
-      sets.push_back(ParseSetArgument(ch.key + "=" + ch.value));
-    }
+    for (Override& x : PointSets(*top)) sets.push_back(std::move(x));
     std::ofstream out(c.write);
     out << "# " << base.name << " (" << o.variant
         << ") with stallscope advise's top change: " << SetLines(*top) << "\n"
@@ -192,9 +195,7 @@ void PrintAdviseHints(const std::string& path, const std::vector<std::string>& s
     const bool reaches = !r.ranked.empty();
     const AdvisePoint& p = r.points[reaches ? r.ranked.front() : r.closest];
     if (p.changes.empty()) continue;
-    std::string what;
-    for (const AdviseChange& c : p.changes)
-      what += (what.empty() ? "" : " ") + c.key + "=" + c.value;
+    const std::string what = PointSetText(p);
     std::printf("%s: advise: %s → idle %s, predicted%s\n", o.variant.c_str(), what.c_str(),
                 Pct(p.idle).c_str(), reaches ? "" : " (the closest in 20 simulations)");
   }

@@ -22,7 +22,6 @@ constexpr double kGiB = 1073741824.0;
 // A knob: its name and its ladder of rungs (each a change from the scenario).
 struct Knob {
   std::string name;
-  std::vector<std::vector<std::pair<std::string, std::string>>> sets;  // per rung
   std::vector<AdviseChange> rungs;
 };
 
@@ -53,7 +52,7 @@ void Rung(Knob& k, const std::string& key, const std::string& value, const std::
   extra.text = text;
   extra.rung = static_cast<int>(k.rungs.size());
   k.rungs.push_back(extra);
-  k.sets.push_back({{key, value}});
+  k.rungs.back().sets = {{key, value}};
 }
 
 std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
@@ -68,15 +67,15 @@ std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
     Rung(k, "cache.tiers", "[" + list + "{kind: distributed}]",
          "a distributed tier: the nodes' RAM tiers serve each other's misses");
     if (s.cluster.network_bandwidth <= 0) {
-      k.sets.back().emplace_back("cluster.network_bandwidth",
-                                 fmt::format("{:.0f}B/s", s.cluster.node.nic));
+      k.rungs.back().sets.emplace_back("cluster.network_bandwidth",
+                                       fmt::format("{:.0f}B/s", s.cluster.node.nic));
     }
     knobs.push_back(k);
   }
   {
     Knob k{"prefetch"};
     uint32_t v = s.loader.prefetch;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 6; ++i) {  // up to 32 from 0, 64× from the scenario's value
       v = v == 0 ? 1 : std::min<uint32_t>(v * 2, kMaxPrefetch);
       if (!k.rungs.empty() && k.rungs.back().value == std::to_string(v)) break;
       Rung(k, "loader.prefetch", std::to_string(v),
@@ -130,6 +129,24 @@ std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
       c.storage_gbps = bw * (f - 1) / 1e9;
       Rung(k, "storage.bandwidth", fmt::format("{:.0f}B/s", bw * f),
            fmt::format("faster storage: {} → {}", FormatRate(bw), FormatRate(bw * f)), c);
+    }
+    knobs.push_back(k);
+  }
+  if (s.checkpoint.enabled()) {
+    // Checkpoints that hold the GPU: written beside the next steps (async), then less often.
+    Knob k{"checkpoint"};
+    const CheckpointOptions& c = s.checkpoint;
+    const bool sync = c.mode == CheckpointMode::kSync;
+    if (sync) Rung(k, "checkpoint.mode", "async", "checkpoint.mode sync → async");
+    for (int f : {2, 4}) {
+      const std::string key = c.every ? "checkpoint.every" : "checkpoint.interval";
+      const std::string from = c.every ? std::to_string(c.every) : FormatDuration(c.interval);
+      const std::string to =
+          c.every ? std::to_string(c.every * f) : fmt::format("{:.6f}s", c.interval * f);
+      const std::string text = fmt::format("{}checkpoint every {} → {}", sync ? "async, " : "",
+                                           from, c.every ? to : FormatDuration(c.interval * f));
+      Rung(k, key, to, text);
+      if (sync) k.rungs.back().sets.emplace_back("checkpoint.mode", "async");
     }
     knobs.push_back(k);
   }
@@ -205,12 +222,21 @@ class Search {
     }
   }
   void Finish();
+  void Shrink(Point p);
+  void Swap(const std::vector<int>& best_rung, const std::vector<double>& best);
+  // The point's changes and what they cost, not simulated.
+  AdvisePoint Unsimulated(const Point& p) const {
+    AdvisePoint a;
+    SetsOf(p, a.changes);
+    Price(a);
+    return a;
+  }
   std::vector<Override> SetsOf(const Point& p, std::vector<AdviseChange>& changes) const {
     std::vector<Override> sets = o_.sets;
     for (size_t k = 0; k < knobs_.size(); ++k) {
       if (p[k] < 0) continue;
       changes.push_back(knobs_[k].rungs[p[k]]);
-      for (const auto& [key, value] : knobs_[k].sets[p[k]]) {
+      for (const auto& [key, value] : knobs_[k].rungs[p[k]].sets) {
         sets.push_back(ParseSetArgument(key + "=" + value));
       }
     }
@@ -366,36 +392,79 @@ AdviseResult Search::Run() {
       }
     }
     const std::vector<int> got = EvalMany(candidates);
-    Point best = cur;
-    int best_i = cur_i;
+    Point pick = cur;
+    int pick_i = cur_i;
     for (size_t n = 0; n < candidates.size(); ++n) {
-      if (got[n] >= 0 && Idle(got[n]) < Idle(best_i)) {
-        best = candidates[n];
-        best_i = got[n];
+      if (got[n] >= 0 && Idle(got[n]) < Idle(pick_i)) {
+        pick = candidates[n];
+        pick_i = got[n];
       }
     }
-    if (best_i == cur_i) break;
-    cur = best;
-    cur_i = best_i;
+    if (pick_i == cur_i) break;
+    cur = pick;
+    cur_i = pick_i;
   }
   // 3. Shrink every point that reaches the target to its smallest sufficient rungs.
   std::vector<Point> reaching;
   for (const auto& [p, i] : seen_) {
     if (i >= 0 && result_.points[i].reaches && p != none) reaching.push_back(p);
   }
-  for (Point p : reaching) {
-    for (size_t k = 0; k < K; ++k) {
-      while (p[k] >= 0) {
-        Point q = p;
-        q[k]--;
-        const int i = Eval(q);
-        if (i < 0 || !result_.points[i].reaches) break;
-        p = q;
+  for (const Point& p : reaching) Shrink(p);
+  Swap(best_rung, best);
+  Finish();
+  return result_;
+}
+
+void Search::Shrink(Point p) {
+  for (size_t k = 0; k < knobs_.size(); ++k) {
+    while (p[k] >= 0) {
+      Point q = p;
+      q[k]--;
+      const int i = Eval(q);
+      if (i < 0 || !result_.points[i].reaches) break;
+      p = q;
+    }
+  }
+}
+
+// 4. Swap: the cheapest reaching point with one knob lowered (or dropped) and the first rung of
+// one of the two knobs that gained most alone added, where that costs less (a knob that
+// reaches the target alone high up its ladder may be beaten by two low rungs).
+void Search::Swap(const std::vector<int>& best_rung, const std::vector<double>& best) {
+  const size_t K = knobs_.size();
+  const Point none(K, -1);
+  const Point* top = nullptr;
+  for (const auto& [p, i] : seen_) {
+    if (i >= 0 && result_.points[i].reaches && p != none &&
+        (!top || CheaperPoint(result_.points[i], result_.points[seen_.at(*top)]))) {
+      top = &p;
+    }
+  }
+  if (!top) return;
+  std::vector<size_t> gainers;
+  for (size_t j = 0; j < K; ++j) {
+    if (best_rung[j] >= 0 && (*top)[j] < 0) gainers.push_back(j);
+  }
+  std::sort(gainers.begin(), gainers.end(), [&](size_t a, size_t b) { return best[a] < best[b]; });
+  gainers.resize(std::min<size_t>(gainers.size(), 2));
+  const AdvisePoint now = result_.points[seen_.at(*top)];  // points grow below
+  std::vector<Point> swaps;
+  for (size_t k = 0; k < K; ++k) {
+    for (int r = -1; r < (*top)[k]; ++r) {
+      for (size_t j : gainers) {
+        Point q = *top;
+        q[k] = r;
+        q[j] = 0;
+        AdvisePoint cost = Unsimulated(q);
+        cost.idle = now.idle;
+        if (CheaperPoint(cost, now) && !CheaperPoint(now, cost)) swaps.push_back(q);
       }
     }
   }
-  Finish();
-  return result_;
+  const std::vector<int> got = EvalMany(swaps);
+  for (size_t n = 0; n < swaps.size(); ++n) {
+    if (got[n] >= 0 && result_.points[got[n]].reaches) Shrink(swaps[n]);
+  }
 }
 
 AdviseResult Search::RunAll() {
@@ -433,6 +502,22 @@ void Search::Finish() {
 }
 
 }  // namespace
+
+std::vector<Override> PointSets(const AdvisePoint& p) {
+  std::vector<Override> sets;
+  for (const AdviseChange& c : p.changes) {
+    for (const auto& [key, value] : c.sets) sets.push_back(ParseSetArgument(key + "=" + value));
+  }
+  return sets;
+}
+
+std::string PointSetText(const AdvisePoint& p) {
+  std::string text;
+  for (const AdviseChange& c : p.changes) {
+    for (const auto& [key, value] : c.sets) text += (text.empty() ? "" : " ") + key + "=" + value;
+  }
+  return text;
+}
 
 bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b) {
   if (a.priced && b.priced && std::abs(a.cost_per_day - b.cost_per_day) > 1e-9) {

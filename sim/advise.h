@@ -1,10 +1,11 @@
 // Advise: the cheapest changes to a scenario that reach a target GPU idle, found with the
 // simulator (`stallscope advise`).
 //
-// The space: knobs of the loader (prefetch, workers), the cache (a RAM tier of a quarter,
-// half or all of the dataset, or a larger one than the scenario has; fill-once for a tier
-// under another policy; a distributed tier across nodes), the storage (bandwidth ×1.5, ×2,
-// ×4: faster storage), and the node (cores ×2, ×4; NIC ×2). Each knob is a ladder of values
+// The space: knobs of the loader (prefetch doubled up to six times, workers), the cache (a RAM
+// tier of a quarter, half or all of the dataset, or a larger one than the scenario has;
+// fill-once for a tier under another policy; a distributed tier across nodes), the storage
+// (bandwidth ×1.5, ×2, ×4: faster storage), checkpoints (sync → async, then every ×2, ×4),
+// and the node (cores ×2, ×4; NIC ×2). Each knob is a ladder of values
 // from the scenario's own; a point of the space takes one rung (or none) of every knob.
 //
 // The search (far fewer simulations than the space has points):
@@ -38,9 +39,12 @@ namespace stallscope {
 
 // One knob's rung: a --set line, and what it adds (for prices).
 struct AdviseChange {
-  std::string key, value;  // --set KEY=VALUE
-  std::string text;        // "loader.prefetch 4 → 16"
-  int rung = 0;            // 0 = the knob's first step from the scenario's value
+  std::string key, value;  // --set KEY=VALUE: the rung's knob
+  // Every --set of the rung, key=value first (an async checkpoint written less often sets
+  // checkpoint.every and checkpoint.mode).
+  std::vector<std::pair<std::string, std::string>> sets;
+  std::string text;  // "loader.prefetch 4 → 16"
+  int rung = 0;      // 0 = the knob's first step from the scenario's value
   double ram_gib = 0, disk_gib = 0, storage_gbps = 0, cores = 0;  // added, whole job
 };
 
@@ -59,8 +63,8 @@ struct AdviseOptions {
   std::string variant;         // resolved with the file's sets
   std::vector<Override> sets;  // --set, applied under every point
   double target_idle = 0.05;   // reach idle <= this
-  // Knob names to search (prefetch, workers, ram, policy, distributed, bandwidth, cores,
-  // nic); empty = all that apply.
+  // Knob names to search (prefetch, workers, ram, policy, distributed, bandwidth, checkpoint,
+  // cores, nic); empty = all that apply.
   std::vector<std::string> knobs;
   uint32_t max_simulations = 0;  // 0 = 10% of the space, at least 20
   uint32_t threads = 0;          // simulations side by side; 0 = one per core
@@ -81,6 +85,10 @@ AdviseResult Advise(const ScenarioFile& file, const AdviseOptions& options, Simu
 // Every point of the same space, simulated (for tests: what Advise must come close to).
 AdviseResult AdviseExhaustive(const ScenarioFile& file, const AdviseOptions& options,
                               Simulator& sim);
+
+// Every --set of the point's changes, in order: what a user pastes.
+std::vector<Override> PointSets(const AdvisePoint& p);
+std::string PointSetText(const AdvisePoint& p);  // "loader.prefetch=8 checkpoint.mode=async"
 
 // Ranks a's and b's cost: money where priced, else size; then idle.
 bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace stallscope {
@@ -46,8 +47,7 @@ std::string Check(const Case& c) {
   std::printf("; advise %llu simulations", static_cast<unsigned long long>(adv.simulations));
   if (!adv.ranked.empty()) {
     const AdvisePoint& a = adv.points[adv.ranked.front()];
-    std::printf(", top idle %.1f%% size %.0f: %s=%s", a.idle * 100, a.size,
-                a.changes.front().key.c_str(), a.changes.front().value.c_str());
+    std::printf(", top idle %.1f%% size %.0f: %s", a.idle * 100, a.size, PointSetText(a).c_str());
   }
   std::printf("\n");
   EXPECT_GE(grid.simulations, 200u) << c.name << ": a space this small says little";
@@ -69,9 +69,11 @@ std::string Check(const Case& c) {
   auto cost = [](const AdvisePoint& p) { return p.priced ? p.cost_per_day : p.size; };
   EXPECT_LE(cost(a), cost(g) + 1e-9) << c.name << ": advise's top costs more than the grid's best";
   EXPECT_LE(a.idle, g.idle + 0.01) << c.name;
-  if (c.expect_knob != "*") {
-    EXPECT_EQ(a.changes.front().key.rfind(c.expect_knob, 0), 0u)
-        << c.name << ": top change " << a.changes.front().key;
+  if (c.expect_knob != "*") {  // one of the top point's changes
+    EXPECT_TRUE(
+        std::any_of(a.changes.begin(), a.changes.end(),
+                    [&](const AdviseChange& ch) { return ch.key.starts_with(c.expect_knob); }))
+        << c.name << ": top change " << PointSetText(a);
   }
   std::string text;
   for (const AdviseChange& ch : a.changes) text += ch.text + "; ";
@@ -86,6 +88,17 @@ TEST(Advise, LatencyIsHiddenByPrefetch) {
          "loader: {batch_size: 16, prefetch: 1, workers: 1, preprocess: none}\n"
          "run: {epochs: 2}\n",
          0.05, "loader.prefetch"});
+}
+
+TEST(Advise, SynchronousCheckpointsAreMadeAsynchronous) {
+  // 16 MiB written every 20 steps (0.4 s) at 100 MB/s: each write holds the device 0.17 s
+  // (~30% idle); beside the steps the writes need 42 MB/s, the loader's reads 13 MB/s.
+  Check({"checkpoint",
+         "storage: {kind: simulated, bandwidth: 100MB/s, latency: {p50: 1ms, p99: 2ms}}\n"
+         "loader: {batch_size: 16, prefetch: 2, workers: 1, preprocess: none}\n"
+         "checkpoint: {every: 20, size: 16MiB, mode: sync}\n"
+         "run: {epochs: 5}\n",
+         0.05, "checkpoint.mode"});
 }
 
 TEST(Advise, CpuWorkIsAbsorbedByWorkersWithinTheCores) {
@@ -185,10 +198,8 @@ run: {epochs: 2}
   const AdviseResult adv = Advise(file, o, sim);
   ASSERT_GE(adv.points.size(), 3u);
   for (const AdvisePoint& p : adv.points) {
-    std::vector<Override> sets;
-    for (const AdviseChange& c : p.changes) sets.push_back(ParseSetArgument(c.key + "=" + c.value));
     Simulator fresh;
-    const double idle = fresh.RunVariant(file.Resolve("base", sets)).gpu_idle_fraction;
+    const double idle = fresh.RunVariant(file.Resolve("base", PointSets(p))).gpu_idle_fraction;
     EXPECT_DOUBLE_EQ(p.idle, idle) << p.changes.size() << " changes";
   }
   // The case has signal: the same point on a warm disk idles less.
@@ -201,11 +212,11 @@ run: {epochs: 2}
 // Points are simulated side by side (one thread per core): one thread and four give the same
 // points, in the same order, with the same answers.
 TEST(Advise, TheAnswerIsTheSameOnOneThreadAndOnFour) {
-  const ScenarioFile file =
-      ScenarioFile::Parse(kBase + R"(storage: {kind: simulated, bandwidth: 6.5MB/s, latency: {p50: 5ms, p99: 5ms}}
+  const ScenarioFile file = ScenarioFile::Parse(
+      kBase + R"(storage: {kind: simulated, bandwidth: 6.5MB/s, latency: {p50: 5ms, p99: 5ms}}
 loader: {prefetch: 1, preprocess: {kind: normalize, cost: 1ms}}
 )",
-                          "threads.yaml");
+      "threads.yaml");
   AdviseOptions o;
   o.variant = "base";
   o.target_idle = 0.6;  // reached by a few points: the ranking is compared too

@@ -172,9 +172,10 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
       "advise",
       "What would fix it: the cheapest changes that reach a target GPU utilization, "
       "predicted by the simulator.\n\n"
-      "Searches the loader (prefetch, workers), the cache (a RAM tier of a quarter, half or "
-      "all of the dataset, a larger one, fill-once, a distributed tier across nodes), the "
-      "storage (bandwidth x1.5, x2, x4) and the node (cores x2, x4; NIC x2), simulating far "
+      "Searches the loader (prefetch doubled up to six times, workers), the cache (a RAM tier "
+      "of a quarter, half or all of the dataset, a larger one, fill-once, a distributed tier "
+      "across nodes), the storage (bandwidth x1.5, x2, x4), checkpoints (sync to async, then "
+      "half or a quarter as often) and the node (cores x2, x4; NIC x2), simulating far "
       "fewer points than the space holds: each knob up its ladder while it helps, then the best "
       "knobs combined, then every point that reaches the target shrunk to its smallest "
       "sufficient steps. Ranked by money per day where the scenario prices what a change adds "
@@ -192,7 +193,7 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
   cmd->add_option("--idle", ao.idle, "Target GPU idle fraction, in (0, 1), e.g. 0.05");
   cmd->add_option("--knob", ao.knobs,
                   "Search only these knobs: prefetch, workers, ram, policy, distributed, "
-                  "bandwidth, cores, nic");
+                  "bandwidth, checkpoint, cores, nic");
   cmd->add_option("--max-simulations", ao.max_simulations,
                   "At most this many simulations (default: 10% of the space, at least 20)");
   cmd->add_option("--top", ao.top, "Changes printed")->capture_default_str();
