@@ -266,6 +266,7 @@ void ReadGpu(Section s, DeviceOptions& g) {
     m.Finish();
   }
   g.gemm = s.Enum("gemm", g.gemm, kGemmKindNames);
+  g.graph = s.Bool("graph", g.graph);
   s.Finish();
 }
 

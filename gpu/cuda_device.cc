@@ -77,6 +77,7 @@ struct CudaDevice::Impl {
       return -1;
     auto m = std::make_unique<MlpModel>(s, (options.device.gemm == GemmKind::kOwn), cublas,
                                         compute_stream, options.seed);
+    m->UseGraphs(options.device.graph);  // calibrated as it will run
     for (int i = 0; i < 2; ++i) m->EnqueueSyntheticStep(i);
     STALLSCOPE_CUDA(cudaStreamSynchronize(compute_stream));
     std::vector<double> times;
@@ -443,6 +444,8 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
                                             d.shape.layers, d.shape.classes}) /
                            std::max(d.step_seconds, 1e-12) / 1e12);
   r.facts.emplace_back("learning_rate", d.model->learning_rate());
+  // gpu.graph: how many step graphs were captured (0: every step launched kernel by kernel).
+  r.facts.emplace_back("step_graphs_captured", static_cast<double>(d.model->graphs_captured()));
   return r;
 }
 

@@ -122,6 +122,58 @@ TEST(MlpModel, OwnGemmMatchesCublas) {
   EXPECT_LT(losses[0][4], losses[0][0]);  // memorizing one batch: the loss falls
 }
 
+// gpu.graph: a step replayed from its captured graph trains as one launched kernel by kernel
+// (the same kernels on the same data, in the same order), for cuBLAS and the own GEMMs; one
+// graph per input buffer is captured, then only replayed. The two buffers hold different
+// data: a replay that read the wrong buffer would train differently.
+TEST(MlpModel, GraphStepsTrainAsLaunchedSteps) {
+  REQUIRE_GPU();
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  cudaStream_t stream;
+  STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  STALLSCOPE_CUBLAS(cublasSetStream(h, stream));
+  const MlpShape shape{128, 256, 256, 3, 10};
+  // Two staged input buffers of float rows and their labels, as the device's double buffer.
+  std::vector<DeviceBuffer<float>> inputs;
+  std::vector<DeviceBuffer<uint32_t>> labels;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> rows(128 * 256);
+    std::vector<uint32_t> l(128);
+    for (size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<float>((k * 7 + i) % 13) / 13;
+    for (size_t k = 0; k < l.size(); ++k) l[k] = static_cast<uint32_t>((k + i) % 10);
+    inputs.emplace_back(rows.size());
+    labels.emplace_back(l.size());
+    STALLSCOPE_CUDA(
+        cudaMemcpy(inputs.back().get(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
+    STALLSCOPE_CUDA(
+        cudaMemcpy(labels.back().get(), l.data(), l.size() * 4, cudaMemcpyHostToDevice));
+  }
+  for (int own = 0; own < 2; ++own) {
+    std::vector<float> losses[2];
+    uint64_t captured[2] = {0, 0};
+    for (int graph = 0; graph < 2; ++graph) {
+      MlpModel m(shape, own == 1, h, stream, 5);
+      m.UseGraphs(graph == 1);
+      for (int i = 0; i < 8; ++i) {
+        m.EnqueueStep(inputs[i % 2].get(), true, 256 * 4, 128, labels[i % 2].get(), i);
+      }
+      losses[graph] = m.Losses(8);
+      captured[graph] = m.graphs_captured();
+    }
+    EXPECT_EQ(captured[0], 0u);
+    EXPECT_EQ(captured[1], 2u) << "one graph per input buffer";
+    for (int i = 0; i < 8; ++i) {
+      // (the loss is summed with atomics: equal up to the order of a float sum)
+      EXPECT_NEAR(losses[0][i], losses[1][i], 1e-5 * std::abs(losses[0][i]))
+          << (own ? "own" : "cublas") << " step " << i;
+    }
+    EXPECT_LT(losses[1][7], losses[1][0]);  // it trains
+  }
+  cublasDestroy(h);
+  cudaStreamDestroy(stream);
+}
+
 // Data-parallel training applies the mean of the replicas' summed gradients: with a reducer
 // that sums two identical replicas (doubles the gradients in place), the model trains exactly
 // as one replica does; a reducer that forgets to sum (halving the step) does not.

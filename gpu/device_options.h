@@ -43,6 +43,9 @@ struct DeviceOptions {
   double step_time = 0.050;  // seconds: emulated busy time per step; cuda calibration target
   ModelOptions model;
   GemmKind gemm = GemmKind::kCublas;
+  // Each training step replayed as a CUDA graph (captured once per input buffer and batch
+  // shape): one launch instead of a step's ~35. false: every kernel launched one by one.
+  bool graph = true;
 
   bool operator==(const DeviceOptions&) const = default;
 };

@@ -43,7 +43,7 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
   }
   floats += 2 * b * widest + biggest_w + widest;                // gradients, dW, db
   if (own_gemm) floats += 2 * std::max(biggest_w, b * widest);  // transposed operands
-  return floats * sizeof(float) + kLossSlots * sizeof(float) + b * sizeof(uint32_t);
+  return floats * sizeof(float) + (kLossSlots + 1) * sizeof(float) + b * sizeof(uint32_t);
 }
 
 double MlpModel::StepFlops(const MlpShape& s) {
@@ -85,6 +85,7 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
   }
   losses_ = DeviceBuffer<float>(kLossSlots);
   STALLSCOPE_CUDA(cudaMemset(losses_.get(), 0, kLossSlots * sizeof(float)));
+  loss_now_ = DeviceBuffer<float>(1);
   synthetic_labels_ = DeviceBuffer<uint32_t>(b);
   std::vector<uint32_t> labels(b);
   for (int i = 0; i < b; ++i) labels[i] = static_cast<uint32_t>(i % std::max(shape.classes, 1));
@@ -117,16 +118,62 @@ void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float
   STALLSCOPE_CUDA(LaunchGemm(kBestOwnFp32, m, n, k, a, b, c, stream_));
 }
 
+MlpModel::~MlpModel() { DropGraphs(); }
+
+void MlpModel::DropGraphs() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
 void MlpModel::EnqueueStep(const void* staged, bool floats, uint64_t row_bytes, int samples,
                            const uint32_t* labels, uint64_t step) {
-  const int b = Pad(shape_.batch);
-  STALLSCOPE_CUDA(GatherInput(staged, floats, row_bytes, samples, shape_.input, b, dims_[0],
-                              acts_[0].get(), stream_));
-  Train(samples, labels, step);
+  Enqueue(
+      GraphKey{staged, floats, row_bytes, samples, labels},
+      [=, this](float* loss) {
+        STALLSCOPE_CUDA(GatherInput(staged, floats, row_bytes, samples, shape_.input,
+                                    Pad(shape_.batch), dims_[0], acts_[0].get(), stream_));
+        Train(samples, labels, loss);
+      },
+      step);
 }
 
 void MlpModel::EnqueueSyntheticStep(uint64_t step) {
-  Train(shape_.batch, synthetic_labels_.get(), step);
+  Enqueue(
+      GraphKey{nullptr, false, 0, shape_.batch, synthetic_labels_.get()},
+      [this](float* loss) { Train(shape_.batch, synthetic_labels_.get(), loss); }, step);
+}
+
+void MlpModel::Enqueue(const GraphKey& key, const std::function<void(float*)>& body,
+                       uint64_t step) {
+  float* slot = losses_.get() + step % kLossSlots;
+  if (!use_graphs_ || reduce_ || stream_ == nullptr) {
+    body(slot);
+    return;
+  }
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // Two input buffers × (full, last partial batch) at most in a run; a bound all the same.
+    if (graphs_.size() >= 16) DropGraphs();
+    STALLSCOPE_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      body(loss_now_.get());
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    STALLSCOPE_CUDA(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    STALLSCOPE_CUDA(instantiated);
+    it = graphs_.emplace(key, exec).first;
+    ++graphs_captured_;
+  }
+  STALLSCOPE_CUDA(cudaGraphLaunch(it->second, stream_));
+  STALLSCOPE_CUDA(
+      cudaMemcpyAsync(slot, loss_now_.get(), sizeof(float), cudaMemcpyDeviceToDevice, stream_));
 }
 
 uint64_t MlpModel::parameter_count() const {
@@ -143,7 +190,7 @@ void MlpModel::ReduceGradients(GradientReduce reduce, int ranks) {
   all_grads_ = DeviceBuffer<float>(parameter_count());
 }
 
-void MlpModel::Train(int samples, const uint32_t* labels, uint64_t step) {
+void MlpModel::Train(int samples, const uint32_t* labels, float* loss) {
   const int b = Pad(shape_.batch);
   const int layers = static_cast<int>(weights_.size());
   for (int l = 0; l < layers; ++l) {
@@ -152,7 +199,6 @@ void MlpModel::Train(int samples, const uint32_t* labels, uint64_t step) {
     STALLSCOPE_CUDA(BiasActivation(acts_[l + 1].get(), biases_[l].get(), b, dims_[l + 1],
                                    /*relu=*/l + 1 < layers, stream_));
   }
-  float* loss = losses_.get() + step % kLossSlots;
   STALLSCOPE_CUDA(cudaMemsetAsync(loss, 0, sizeof(float), stream_));
   float* dz = grad_[0].get();
   float* da = grad_[1].get();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "gpu/cuda_util.h"
@@ -31,6 +32,17 @@ class MlpModel {
   // Allocates parameters (He-initialized from `seed`), activations and gradients.
   MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, cudaStream_t stream,
            uint64_t seed);
+  ~MlpModel();
+  MlpModel(const MlpModel&) = delete;
+  MlpModel& operator=(const MlpModel&) = delete;
+
+  // gpu.graph: from now on each step is a CUDA graph, captured on its first use for each
+  // (input buffer, labels, rows, row format) and replayed after, so a step costs one launch
+  // instead of one per kernel; its loss is copied to its slot after the replay. Steps stay
+  // plain launches with a gradient reducer (the all-reduce is not captured) or on the
+  // legacy default stream (which cannot be captured).
+  void UseGraphs(bool on) { use_graphs_ = on; }
+  uint64_t graphs_captured() const { return graphs_captured_; }
 
   // Device bytes a model of this shape allocates.
   static uint64_t DeviceBytes(const MlpShape& shape, bool own_gemm);
@@ -63,7 +75,21 @@ class MlpModel {
  private:
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
             float* c);
-  void Train(int samples, const uint32_t* labels, uint64_t step);
+  // The step's kernels; its mean loss lands in `loss`.
+  void Train(int samples, const uint32_t* labels, float* loss);
+  // What makes a captured step's graph replayable: its operands' addresses and shape.
+  struct GraphKey {
+    const void* staged;
+    bool floats;
+    uint64_t row_bytes;
+    int samples;
+    const uint32_t* labels;
+    auto operator<=>(const GraphKey&) const = default;
+  };
+  // Enqueues `body` (the step, its loss into the pointer given) for `step`: as a replayed
+  // graph where graphs are on, else launch by launch.
+  void Enqueue(const GraphKey& key, const std::function<void(float*)>& body, uint64_t step);
+  void DropGraphs();
   // SGD on layer l's weights and biases from gradients `dw`, `db`.
   void Update(int l, const float* dw, const float* db, float lr);
 
@@ -78,6 +104,10 @@ class MlpModel {
   std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
   DeviceBuffer<float> grad_[2], dweight_, dbias_, scratch_a_, scratch_b_;
   DeviceBuffer<float> losses_;
+  DeviceBuffer<float> loss_now_;  // a graph's step writes its loss here
+  bool use_graphs_ = false;
+  std::map<GraphKey, cudaGraphExec_t> graphs_;
+  uint64_t graphs_captured_ = 0;
   DeviceBuffer<uint32_t> synthetic_labels_;
   GradientReduce reduce_;  // set for data-parallel training
   int ranks_ = 1;
