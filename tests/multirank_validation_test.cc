@@ -21,6 +21,7 @@
 #include "sim/simulator.h"
 #include "tests/cli_util.h"
 #include "tests/mpirun.h"
+#include "tests/timing.h"
 
 namespace stallscope::cli {
 namespace {
@@ -92,9 +93,10 @@ class MultiRankValidation : public Cli {
       if (final || misses == 0) return;
       retried_++;
       std::printf(
-          "%s %s: FIRST ATTEMPT had %d comparison(s) outside the tolerance: measured "
-          "again\n",
-          std::filesystem::path(file).stem().c_str(), layout.name, misses);
+          "%s %s: FIRST ATTEMPT had %d comparison(s) outside the tolerance (other processes "
+          "took %.2f cores during the job, steal %.2f): measured again\n",
+          std::filesystem::path(file).stem().c_str(), layout.name, misses, taken_.others,
+          taken_.steal);
     }
   }
 
@@ -132,7 +134,9 @@ class MultiRankValidation : public Cli {
     };
     const NodeOptions before = measure();
     const std::string json = (dir_.path() / "real.json").string();
+    const testing::HostCpuWatch watch;
     const Result r = Stallscope("run " + file + " --quiet --json " + json + args, Mpirun(2));
+    taken_ = watch.Stop();
     EXPECT_EQ(r.code, 0) << r.err;
     if (r.code != 0) return 0;
     NodeOptions node = MeanNode(before, measure());
@@ -229,6 +233,7 @@ class MultiRankValidation : public Cli {
   double largest_ = 0;  // over the informative comparisons, idle and sync, pp
   int informative_ = 0;
   int retried_ = 0;  // jobs measured again after a comparison outside the tolerance
+  testing::HostCpuWatch::Taken taken_;  // by the rest of the host during the last job
 };
 
 constexpr Layout kLayouts[] = {{"1x2", 1, 2}, {"2x1", 2, 1}};
