@@ -14,6 +14,7 @@
 #include "base/units.h"
 #include "gpu/emulated_device.h"
 #include "sim/advise.h"
+#include "sim/max_accelerators.h"
 
 namespace stallscope {
 namespace {
@@ -65,6 +66,39 @@ double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoi
   auto storage = MakeStorage(s, true);
   EmulatedDevice device(s.gpu.step_time);
   return RunVariant(s, *storage, device, RunHooks{.quiet = true}).gpu_idle_fraction;
+}
+
+// --cluster-size: how many accelerators the storage keeps at the target AU (nodes doubled,
+// then bisected, as `simulate --max-accelerators`), as configured and with the top change.
+nlohmann::json ClusterSize(const ScenarioFile& file, const AdviseOptions& o, const Scenario& base,
+                           const AdvisePoint* top) {
+  const double au = 1 - o.target_idle;
+  const auto find = [&](const Scenario& s, const char* label) {
+    Simulator sim;
+    const MaxAccelerators m = FindMaxAccelerators(sim, s, au);
+    std::printf("  %s: %s\n", label,
+                m.nodes == 0
+                    ? "not even one node reaches it"
+                    : fmt::format("{} accelerators ({} nodes × {}), AU {}{}", m.accelerators,
+                                  m.nodes, s.cluster.gpus_per_node, Pct(m.au),
+                                  m.limited_by_dataset ? " (the dataset runs out of batches "
+                                                         "for more ranks)"
+                                                       : "")
+                          .c_str());
+    return nlohmann::json{{"nodes", m.nodes},
+                          {"accelerators", m.accelerators},
+                          {"au", m.au},
+                          {"limited_by_dataset", m.limited_by_dataset}};
+  };
+  std::printf("\nhow many accelerators keep AU >= %s (the scenario has %llu):\n", Pct(au).c_str(),
+              static_cast<unsigned long long>(base.cluster.nodes) * base.cluster.gpus_per_node);
+  nlohmann::json out = {{"au", au}, {"now", find(base, "as configured")}};
+  if (top) {
+    std::vector<Override> sets = o.sets;
+    for (Override& x : PointSets(*top)) sets.push_back(std::move(x));
+    out["top"] = find(file.Resolve(o.variant, sets), "with the top change");
+  }
+  return out;
 }
 
 }  // namespace
@@ -123,6 +157,8 @@ int AdviseCommand(const AdviseCommandOptions& c) {
     }
   }
   const AdvisePoint* top = r.ranked.empty() ? nullptr : &r.points[r.ranked.front()];
+  const nlohmann::json cluster_size =
+      c.cluster_size ? ClusterSize(file, o, base, top) : nlohmann::json();
   nlohmann::json verify;
   if (c.verify) {
     const double real_now = Measure(file, o, now);
@@ -159,6 +195,7 @@ int AdviseCommand(const AdviseCommandOptions& c) {
     doc["candidates"] = all;
     doc["ranked"] = ranked;  // indexes into candidates
     if (!verify.is_null()) doc["verify"] = verify;
+    if (!cluster_size.is_null()) doc["cluster_size"] = cluster_size;
     std::ofstream out(c.json);
     out << doc.dump(2) << "\n";
     if (!out) throw BadInput(c.json + ": cannot write the --json file");

@@ -188,6 +188,31 @@ TEST_F(Cli, AdviseWritesAScenarioThatReachesTheTarget) {
   EXPECT_NE(hint.out.find("cold: advise: " + set), std::string::npos) << hint.out;
 }
 
+// "How many GPUs can this storage feed?": advise --cluster-size on a published MLPerf Storage
+// result (UNet3D: 36 accelerators at AU 0.9; scenarios/README.md), the scenario shrunk to one
+// node so the answer cannot be its own size, finds the published count within 5%. At AU 0.95
+// the scenario's 36 miss: fewer reach it as configured, and the top change (which makes the
+// 36 reach it) feeds at least 36.
+TEST_F(Cli, AdviseClusterSizeFindsThePublishedAcceleratorCount) {
+  const std::string s = kScenarios + "/mlperf/unet3d.yaml";
+  const std::string json = (dir_.path() / "size.json").string();
+  const Result r = Stallscope("advise " + s + " --au 0.9 --cluster-size --set cluster.nodes=1 " +
+                              "--quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("how many accelerators keep AU >= 90.0% (the scenario has 2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NEAR(ReadJson(json)["cluster_size"]["now"]["accelerators"].get<double>(), 36, 0.05 * 36)
+      << r.out;
+  const Result hard =
+      Stallscope("advise " + s + " --au 0.95 --cluster-size --quiet --json " + json);
+  ASSERT_EQ(hard.code, 0) << hard.err;
+  const nlohmann::json size = ReadJson(json)["cluster_size"];
+  ASSERT_TRUE(size.contains("top")) << hard.out;
+  EXPECT_LT(size["now"]["accelerators"].get<uint64_t>(), 36u) << hard.out;
+  EXPECT_GE(size["top"]["accelerators"].get<uint64_t>(), 36u) << hard.out;
+}
+
 TEST_F(Cli, AdviseBadInputIsRefused) {
   const std::string s = kScenarios + "/cold_vs_cached.yaml";
   ExpectBadInput(Stallscope("advise " + s + " --au 1.2"), "--au 1.2 is outside (0, 1)");

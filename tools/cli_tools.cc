@@ -185,7 +185,8 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
       "Examples:\n"
       "  stallscope advise scenarios/cold_vs_cached.yaml --variant cold --au 0.9\n"
       "  stallscope advise S.yaml --idle 0.05 --json advice.json --write fixed.yaml\n"
-      "  stallscope advise S.yaml --au 0.95 --verify    (runs the current and the top change)");
+      "  stallscope advise S.yaml --au 0.95 --verify    (runs the current and the top change)\n"
+      "  stallscope advise S.yaml --au 0.9 --cluster-size   (how many GPUs this storage feeds)");
   cmd->add_option("SCENARIO", ao.scenario, "Scenario file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--variant", ao.variant, "The variant to fix (default: the file's first)");
   cmd->add_option("--set", ao.sets, "Override a key under every point (KEY=VALUE)");
@@ -197,6 +198,10 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
   cmd->add_option("--max-simulations", ao.max_simulations,
                   "At most this many simulations (default: 10% of the space, at least 20)");
   cmd->add_option("--top", ao.top, "Changes printed")->capture_default_str();
+  cmd->add_flag("--cluster-size", ao.cluster_size,
+                "How many GPUs: the largest cluster (nodes doubled, then bisected, as "
+                "simulate --max-accelerators) that keeps the target AU, as configured and "
+                "with the top change");
   cmd->add_flag("--verify", ao.verify,
                 "Run the current scenario and the top change for real on this host (emulated "
                 "device, one rank) and print predicted against measured idle");
