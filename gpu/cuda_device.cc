@@ -102,8 +102,8 @@ struct CudaDevice::Impl {
   void Calibrate() {
     const double target = options.device.step_time;
     const std::string key =
-        fmt::format("{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers, shape.classes,
-                    target, (options.device.gemm == GemmKind::kOwn));
+        fmt::format("{}/{}/{}/{}/{}/{}/{}", shape.batch, shape.input, shape.layers, shape.classes,
+                    target, (options.device.gemm == GemmKind::kOwn), options.device.graph);
     {
       std::lock_guard lock(calibration_mu);
       if (auto it = calibrations.find(key); it != calibrations.end()) {
