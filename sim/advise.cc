@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "base/errors.h"
@@ -263,13 +264,9 @@ std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted)
     std::exception_ptr error;
   };
   std::vector<Job> jobs;
-  std::map<Point, size_t> queued;  // a point given twice is simulated once
+  std::set<Point> queued;  // a point given twice is simulated once
   for (size_t n = 0; n < ps.size(); ++n) {
-    if (auto it = seen_.find(ps[n]); it != seen_.end()) {
-      out[n] = it->second;
-      continue;
-    }
-    if (queued.count(ps[n])) continue;
+    if (seen_.count(ps[n]) || queued.count(ps[n])) continue;
     if (!unbudgeted && result_.simulations >= budget_) continue;
     ++result_.simulations;
     Job j;
@@ -279,7 +276,7 @@ std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted)
     } catch (const BadInput&) {
       j.bad = true;
     }
-    queued[ps[n]] = jobs.size();
+    queued.insert(ps[n]);
     jobs.push_back(std::move(j));
   }
   const auto simulate = [](Job& j, Simulator& sim) {
@@ -309,7 +306,10 @@ std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted)
     for (size_t t = 0; t < threads; ++t) {
       pool.push_back(StartThread("an advise simulation thread", [&] {
         Simulator sim;
-        for (size_t n; (n = next++) < jobs.size();) simulate(jobs[n], sim), sim.ForgetDisks();
+        for (size_t n; (n = next++) < jobs.size();) {
+          sim.ForgetDisks();
+          simulate(jobs[n], sim);
+        }
       }));
     }
     for (std::thread& t : pool) t.join();
