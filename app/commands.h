@@ -65,7 +65,7 @@ struct SweepCommandOptions {
 };
 int SweepCommand(const SweepCommandOptions& options);
 
-int ValidateCommand(const std::string& scenario);
+int ValidateCommand(const std::string& scenario, bool keys = false);
 
 struct CalibrateCommandOptions {
   std::string output;                  // -o: the profile file; empty = stdout

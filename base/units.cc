@@ -29,10 +29,12 @@ std::optional<double> SizeUnit(std::string_view u) {
   if (u == "MB") return 1e6;
   if (u == "GB") return 1e9;
   if (u == "TB") return 1e12;
+  if (u == "PB") return 1e15;
   if (u == "KiB") return 1024.0;
   if (u == "MiB") return 1048576.0;
   if (u == "GiB") return 1073741824.0;
   if (u == "TiB") return 1099511627776.0;
+  if (u == "PiB") return 0x1p50;
   return std::nullopt;
 }
 
@@ -97,6 +99,9 @@ std::string FormatBytes(double b) {
 std::string FormatRate(double b) { return FormatBytes(b) + "/s"; }
 
 std::string FormatBinaryBytes(double b) {
+  if (b >= 0x1p60) return fmt::format("{:.2f} EiB", b / 0x1p60);
+  if (b >= 0x1p50) return fmt::format("{:.2f} PiB", b / 0x1p50);
+  if (b >= 0x1p40) return fmt::format("{:.2f} TiB", b / 0x1p40);
   if (b >= 1073741824.0) return fmt::format("{:.2f} GiB", b / 1073741824.0);
   if (b >= 1048576.0) return fmt::format("{:.1f} MiB", b / 1048576.0);
   if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);

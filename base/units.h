@@ -1,7 +1,7 @@
 // Parsing and printing of sizes, durations and rates, exactly as scenario files write them.
 //
-//   sizes:     4096, 4KiB, 1MB, 1.5GiB  (B, kB/KB, MB, GB, TB = powers of 10; KiB, MiB, GiB,
-//              TiB = powers of 2; a bare number is bytes)
+//   sizes:     4096, 4KiB, 1MB, 1.5GiB  (B, kB/KB, MB, GB, TB, PB = powers of 10; KiB, MiB, GiB,
+//              TiB, PiB = powers of 2; a bare number is bytes)
 //   durations: 200us, 5ms, 1.5s, 2m, 1h (also ns, µs); a bare 0 is zero; other bare numbers
 //              are refused because their unit would be a guess
 //   rates:     400MB/s, 2GiB/s (a size per second)

@@ -30,12 +30,7 @@ void ReadNodeKeys(Section& s, const YAML::Node& raw, NodeOptions& node, bool req
       v = s.Number(r.key, v, 1e-6, 1e6);
       continue;
     }
-    v = s.Rate(r.key, v);
-    if (!(v > 0)) {
-      s.ctx().Fail(s.Get(r.key), s.Path(r.key),
-                   "must be a positive rate (a node's rates have no 'unlimited'; write a large "
-                   "one such as 1TB/s)");
-    }
+    v = s.Rate(r.key, v, /*positive=*/true);
   }
   need("memory");
   node.memory = s.Size("memory", node.memory, true);

@@ -274,6 +274,7 @@ void ReadRun(Section s, RunOptions& r) {
   r.epochs = s.Integer<uint32_t>("epochs", r.epochs, 1);
   r.warmup_steps = s.Integer<uint32_t>("warmup_steps", r.warmup_steps, 0);
   r.max_steps = s.Integer<uint64_t>("max_steps", r.max_steps, 0);
+  r.time_limit = s.Duration("time_limit", r.time_limit);
   r.verify = s.Bool("verify", r.verify);
   s.Finish();
 }
@@ -502,6 +503,15 @@ Scenario ScenarioFile::Resolve(const std::string& variant,
   Scenario sc = Convert(Context{path_, &all}, root);
   sc.variant = variant;
   return sc;
+}
+
+std::vector<ScenarioKey> ScenarioFile::Keys(const std::string& variant,
+                                            const std::vector<Override>& sets) const {
+  std::vector<Override> all;
+  const YAML::Node root = Applied(variant, sets, all);
+  std::vector<ScenarioKey> keys;
+  Convert(Context{path_, &all, &keys}, root);
+  return keys;
 }
 
 std::string ScenarioFile::Emit(const std::string& variant,

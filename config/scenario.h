@@ -97,6 +97,13 @@ struct Scenario {
   bool operator==(const Scenario&) const = default;
 };
 
+// One key the parser read (`stallscope validate --keys`): its dotted path (list items by
+// index), its type (uint32, uint64, int64, number, size, duration, rate, bool, enum, string),
+// the values it accepts and the value it resolved to.
+struct ScenarioKey {
+  std::string path, type, range, value;
+};
+
 // One override: a dotted key path and a YAML value.
 struct Override {
   std::string key;
@@ -117,6 +124,11 @@ class ScenarioFile {
 
   // The scenario for `variant` with `sets` applied on top. Throws ScenarioError.
   Scenario Resolve(const std::string& variant, const std::vector<Override>& sets = {}) const;
+  // Every key Resolve() reads for `variant` — those the file sets and those left at their
+  // defaults — in the order read. Sections the file leaves out that are read only when present
+  // (checkpoint, storage.faults, cost, cache tiers, ...) are not listed. Throws ScenarioError.
+  std::vector<ScenarioKey> Keys(const std::string& variant,
+                                const std::vector<Override>& sets = {}) const;
   // The same as a scenario file of its own (YAML, no variants): what `advise --write` saves.
   std::string Emit(const std::string& variant, const std::vector<Override>& sets = {}) const;
 

@@ -102,9 +102,12 @@ CLI::App* AddSweep(CLI::App& app, SweepCommandOptions& sw) {
   return sweep;
 }
 
-CLI::App* AddValidate(CLI::App& app, std::string& validate_path) {
+CLI::App* AddValidate(CLI::App& app, std::string& validate_path, bool& keys) {
   CLI::App* validate = app.add_subcommand("validate", "Check a scenario file without running it");
   validate->add_option("SCENARIO", validate_path, "Scenario file")->required();
+  validate->add_flag("--keys", keys,
+                     "Also list every key the first variant reads: type, accepted values, value "
+                     "(defaults included)");
   return validate;
 }
 
@@ -151,7 +154,8 @@ int main(int argc, char** argv) {
   CLI::App* run = AddRun(app, ro);
   CLI::App* simulate = AddSimulate(app, so);
   CLI::App* sweep = AddSweep(app, sw);
-  CLI::App* validate = AddValidate(app, validate_path);
+  bool validate_keys = false;
+  CLI::App* validate = AddValidate(app, validate_path, validate_keys);
   CLI::App* gen = AddGen(app, gen_o);
   CLI::App* bench_dir = AddBenchDir(app, bench);
   CLI::App* bench_ckpt = AddBenchCheckpoint(app, bench_ckpt_o);
@@ -174,7 +178,7 @@ int main(int argc, char** argv) {
     if (*run) return RunCommand(ro);
     if (*simulate) return SimulateCommand(so);
     if (*sweep) return SweepCommand(sw);
-    if (*validate) return ValidateCommand(validate_path);
+    if (*validate) return ValidateCommand(validate_path, validate_keys);
     if (*report) return ReportCommand(rep);
     if (*bench_dir) return BenchDirCommand(bench);
     if (*bench_ckpt) return BenchCheckpointCommand(bench_ckpt_o);
