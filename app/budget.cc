@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -11,6 +12,9 @@
 #include "base/errors.h"
 #include "base/units.h"
 #include "cache/memory_tier.h"
+#include "cache/policy.h"
+#include "pipeline/analysis.h"
+#include "pipeline/pipeline.h"
 
 namespace stallscope {
 namespace {
@@ -32,6 +36,11 @@ std::optional<uint64_t> ReadNumber(const char* path, const std::string& key) {
 }
 
 std::string Binary(uint64_t bytes) { return FormatBinaryBytes(static_cast<double>(bytes)); }
+
+// `x` in bytes, saturating at UINT64_MAX (sums of sizes and counts from the scenario).
+uint64_t Saturate(long double x) {
+  return x >= 0x1p64L ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(x);
+}
 
 }  // namespace
 
@@ -57,10 +66,59 @@ uint64_t MemoryTierNeed(const TierOptions& t, const RunPlan& plan, uint64_t num_
   return std::min(t.capacity, most);
 }
 
+uint64_t StepRecordBytes() {
+  // The record, the slot map and two flags, the device's timing, and the analysis's rows
+  // (per-step idle and stall seconds, a few doubles each).
+  return sizeof(BatchRecord) + sizeof(int) + 2 + sizeof(StepTiming) + 16 * sizeof(double);
+}
+
+uint64_t DatasetHostBytes(const Scenario& s) {
+  if (s.storage.kind == StorageKind::kDirectory) return 0;
+  const long double n = s.dataset.samples;
+  long double bytes = n * (8 + 3 * 8);
+  for (const TierOptions& t : s.cache_tiers) {
+    if (t.policy == PolicyKind::kBelady) {
+      bytes += n * 4 * s.run.epochs;
+      break;
+    }
+  }
+  if (s.storage.kind == StorageKind::kMemory) {
+    bytes += n * (8 + static_cast<long double>(s.dataset.sample_size) +
+                  3 * static_cast<long double>(s.dataset.sample_size_stdev));
+  }
+  return Saturate(bytes);
+}
+
+void CheckDatasetFits(const Scenario& s, uint64_t available) {
+  // The staging slots at the mean sample size: a floor of what CheckBudget will count, checked
+  // before the dataset's index of 10^8 samples of 1 TiB is made only to be refused.
+  const long double rows = static_cast<long double>(s.loader.prefetch + 1) * s.loader.batch_size *
+                           static_cast<long double>(s.dataset.sample_size);
+  if (s.storage.kind != StorageKind::kDirectory && rows > available) {
+    throw BadInput(fmt::format(
+        "{}: loader.batch_size × (loader.prefetch + 1) staging needs at least {} ({} × {} "
+        "samples of {}); {} available",
+        s.file, Binary(Saturate(rows)), s.loader.prefetch + 1, s.loader.batch_size,
+        Binary(s.dataset.sample_size), Binary(available)));
+  }
+  const uint64_t need = DatasetHostBytes(s);
+  if (need <= available) return;
+  const bool memory = s.storage.kind == StorageKind::kMemory;
+  throw BadInput(fmt::format(
+      "{}: dataset.{}: {} samples{} need {} of host memory before the run starts (their sizes "
+      "and shuffled order{}); {} available",
+      s.file, memory ? "sample_size" : "samples", s.dataset.samples,
+      memory ? fmt::format(" of {} each, held in memory (storage.kind memory),",
+                           Binary(s.dataset.sample_size))
+             : "",
+      Binary(need), memory ? ", and their bytes" : "", Binary(available)));
+}
+
 RunBudget BudgetOf(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
                    uint64_t max_sample_bytes) {
   RunBudget b;
   b.staging_bytes = plan.staging_bytes();
+  b.step_bytes = Saturate(static_cast<long double>(plan.total_batches) * StepRecordBytes());
   for (const TierOptions& t : s.cache_tiers) {
     if (t.kind == TierKind::kMemory && !t.overcommit) {
       b.ram_tier_bytes += MemoryTierNeed(t, plan, num_samples, max_sample_bytes);
@@ -92,6 +150,14 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
         s.file, Binary(b.staging_bytes), plan.slots, plan.batch_size, Binary(plan.raw_stride),
         plan.normalize ? " and their float rows" : "", Binary(available), share));
   }
+  if (b.step_bytes > available) {
+    throw BadInput(fmt::format(
+        "{}: run.epochs: {} steps ({} epoch(s) of {}{}) keep a record of {} B each, {}; {} "
+        "available{} (lower run.epochs or set run.max_steps)",
+        s.file, plan.total_batches, s.run.epochs, plan.batches_per_epoch,
+        s.run.max_steps > 0 ? fmt::format(", cut by run.max_steps {}", s.run.max_steps) : "",
+        StepRecordBytes(), Binary(b.step_bytes), Binary(available), share));
+  }
   for (size_t i = 0; i < s.cache_tiers.size(); ++i) {
     const TierOptions& t = s.cache_tiers[i];
     if (t.kind != TierKind::kMemory || t.overcommit) continue;
@@ -104,13 +170,15 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
           s.file, i, Binary(t.capacity), Binary(need), Binary(available), share, i));
     }
   }
-  if (b.staging_bytes + b.ram_tier_bytes > available) {
-    throw BadInput(fmt::format("{}: staging ({}) and the memory tiers ({}) need {}; {} available{}",
-                               s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes),
-                               Binary(b.staging_bytes + b.ram_tier_bytes), Binary(available),
-                               share));
+  if (b.staging_bytes + b.ram_tier_bytes + b.step_bytes > available) {
+    throw BadInput(fmt::format(
+        "{}: staging ({}), the memory tiers ({}) and the step records ({}) need {}; {} "
+        "available{}",
+        s.file, Binary(b.staging_bytes), Binary(b.ram_tier_bytes), Binary(b.step_bytes),
+        Binary(b.staging_bytes + b.ram_tier_bytes + b.step_bytes), Binary(available), share));
   }
-  if (checkpoint_bytes > 0 && b.staging_bytes + b.ram_tier_bytes + checkpoint_bytes > available) {
+  if (checkpoint_bytes > 0 &&
+      b.staging_bytes + b.ram_tier_bytes + b.step_bytes + checkpoint_bytes > available) {
     throw BadInput(fmt::format(
         "{}: checkpoint.{}: each checkpoint's {} of state and snapshot need {} of host memory "
         "beside staging and the memory tiers ({}); {} available{}",

@@ -28,9 +28,14 @@ std::optional<uint64_t> ReadHostMemory();
 uint64_t MemoryTierNeed(const TierOptions& tier, const RunPlan& plan, uint64_t num_samples,
                         uint64_t max_sample_bytes);
 
+// Host memory a run keeps per step: the pipeline's record of the step and its timing, and
+// the analysis's per-step rows (pipeline/pipeline.h, pipeline/analysis.h).
+uint64_t StepRecordBytes();
+
 struct RunBudget {
   uint64_t staging_bytes = 0;   // slots × batch × (raw row + preprocessed row)
   uint64_t ram_tier_bytes = 0;  // memory tiers not allowed to overcommit (MemoryTierNeed)
+  uint64_t step_bytes = 0;      // total steps × StepRecordBytes()
 };
 RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
                    uint64_t max_sample_bytes);
@@ -42,6 +47,16 @@ RunBudget BudgetOf(const Scenario& scenario, const RunPlan& plan, uint64_t num_s
 void CheckBudget(const Scenario& scenario, const RunPlan& plan, uint64_t num_samples,
                  uint64_t max_sample_bytes, uint64_t available, uint32_t ranks_on_host = 1,
                  uint64_t checkpoint_bytes = 0);
+
+// Host memory a synthetic dataset (storage.kind simulated or memory) takes before the run
+// starts, saturating at UINT64_MAX: each sample's size (8 B); the sampler's epoch order, the
+// fetcher's copy and the one being shuffled (8 B each); with a belady tier, each epoch's
+// inverse order (4 B per sample per epoch); with memory storage, every sample's offset (8 B)
+// and bytes. 0 for a directory (its listing is what the directory holds).
+uint64_t DatasetHostBytes(const Scenario& scenario);
+// Throws BadInput naming dataset.samples (or dataset.sample_size, for memory storage) when
+// DatasetHostBytes() exceeds `available`. Called before the storage is made.
+void CheckDatasetFits(const Scenario& scenario, uint64_t available);
 
 // Host memory one rank's checkpoints hold: the emulated device's state (its "weights", in
 // host memory) and the snapshot buffer (async mode, a GPU's state, or a restore), each

@@ -4,24 +4,31 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
 #include <string>
+#include <system_error>
 
+#include "app/errors.h"
 #include "base/errors.h"
 
 namespace stallscope {
 namespace {
 
-// 5 slots of 100 samples, raw rows of 8 KiB and float rows of 32 KiB: 5 × 100 × 40 KiB.
-RunPlan Plan() {
+// 5 slots of 100 samples, raw rows of 8 KiB and float rows of 32 KiB: 5 × 100 × 40 KiB;
+// 10,000 steps (10^6 reads of 8 KiB: 7.6 GiB).
+RunPlan Plan(uint64_t steps = 10000) {
   RunPlan p;
   p.slots = 5;
   p.batch_size = 100;
   p.raw_stride = 8192;
   p.staged_stride = 32768;
   p.normalize = true;
-  p.total_batches = 10000000;  // 10^9 reads of 8 KiB: 7.45 TiB, more than any tier here holds
+  p.total_batches = steps;
   return p;
 }
+
+// The host memory Plan()'s step records take.
+uint64_t Steps() { return 10000 * StepRecordBytes(); }
 
 constexpr uint64_t kSamples = 1000000000, kMaxSample = 8192;
 
@@ -58,18 +65,21 @@ TEST(Budget, RefusesStagingBeyondWhatIsAvailable) {
             std::string::npos)
       << e;
   EXPECT_NE(e.find("5 × 100 samples"), std::string::npos) << e;
-  EXPECT_EQ(Refusal(s, Plan(), kStaging), "");  // exactly enough fits
+  EXPECT_EQ(Refusal(s, Plan(), kStaging + Steps()), "");  // exactly enough fits
+  EXPECT_NE(Refusal(s, Plan(), kStaging + Steps() - 1).find("and the step records"),
+            std::string::npos);
 }
 
 // Four ranks on a host see the same memory free: each may take a quarter of it.
 TEST(Budget, RanksOnOneHostShareItsMemory) {
   Scenario s;
   s.file = "ranks.yaml";
-  EXPECT_EQ(Refusal(s, Plan(), 4 * kStaging, 4), "");  // a quarter each: exactly enough
+  const uint64_t one = kStaging + Steps();
+  EXPECT_EQ(Refusal(s, Plan(), 4 * one, 4), "");  // a quarter each: exactly enough
   const std::string e = Refusal(s, Plan(), 4 * kStaging - 4, 4);
   EXPECT_NE(e.find("staging needs 19.5 MiB"), std::string::npos) << e;
   EXPECT_NE(e.find("(for each of the 4 ranks on this host)"), std::string::npos) << e;
-  EXPECT_EQ(Refusal(s, Plan(), 4 * kStaging - 4, 1), "");  // one rank alone would fit
+  EXPECT_EQ(Refusal(s, Plan(), 4 * one - 4, 1), "");  // one rank alone would fit
 }
 
 TEST(Budget, RefusesAMemoryTierBeyondWhatIsAvailableUnlessOvercommitted) {
@@ -77,14 +87,15 @@ TEST(Budget, RefusesAMemoryTierBeyondWhatIsAvailableUnlessOvercommitted) {
   s.file = "tier.yaml";
   s.cache_tiers = {{.kind = TierKind::kDisk, .path = "/tmp/x", .capacity = 1ull << 40},
                    {.kind = TierKind::kMemory, .capacity = 1ull << 40}};
-  const std::string e = Refusal(s, Plan(), 16ull << 30);
-  EXPECT_NE(e.find("tier.yaml: cache.tiers.1.capacity: a memory tier of 1024.00 GiB would hold "
-                   "1024.00 GiB in this run; 16.00 GiB available"),
+  // 10^9 reads of 8 KiB: 7.45 TiB, more than the tier holds.
+  const std::string e = Refusal(s, Plan(10000000), 16ull << 30);
+  EXPECT_NE(e.find("tier.yaml: cache.tiers.1.capacity: a memory tier of 1.00 TiB would hold "
+                   "1.00 TiB in this run; 16.00 GiB available"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("cache.tiers.1.overcommit: true"), std::string::npos) << e;
   s.cache_tiers[1].overcommit = true;
-  EXPECT_EQ(Refusal(s, Plan(), 16ull << 30), "");
+  EXPECT_EQ(Refusal(s, Plan(10000000), 16ull << 30), "");
 }
 
 TEST(Budget, AMemoryTierHoldsNoMoreThanTheSamplesTheRunReads) {
@@ -109,17 +120,83 @@ TEST(Budget, RefusesStagingAndTiersTogetherBeyondWhatIsAvailable) {
   s.cache_tiers = {{.kind = TierKind::kMemory, .capacity = 10u << 20}};
   // Each fits alone (19.5 MiB, 10 MiB), not both in 25 MiB.
   const std::string e = Refusal(s, Plan(), 25u << 20);
-  EXPECT_NE(e.find("staging (19.5 MiB) and the memory tiers (10.0 MiB) need 29.5 MiB; 25.0 MiB "
-                   "available"),
+  EXPECT_NE(e.find("staging (19.5 MiB), the memory tiers (10.0 MiB) and the step records"),
             std::string::npos)
       << e;
-  EXPECT_EQ(Refusal(s, Plan(), 30u << 20), "");
+  EXPECT_NE(e.find("25.0 MiB available"), std::string::npos) << e;
+  EXPECT_EQ(Refusal(s, Plan(), kStaging + (10u << 20) + Steps()), "");
+}
+
+// A run's per-step records are counted: 10^10 steps of a tiny dataset cannot be held, and
+// the refusal names run.epochs rather than ending in std::bad_alloc part-way (issue #21).
+TEST(Budget, RefusesStepRecordsBeyondWhatIsAvailable) {
+  Scenario s;
+  s.file = "long.yaml";
+  s.run.epochs = 1000000000;
+  const std::string e = Refusal(s, Plan(10000000000ULL), 16ull << 30);
+  EXPECT_NE(e.find("long.yaml: run.epochs: 10000000000 steps"), std::string::npos) << e;
+  EXPECT_NE(e.find("lower run.epochs or set run.max_steps"), std::string::npos) << e;
+}
+
+// A synthetic dataset's sizes and shuffled orders (8 B each, four of them per sample), a
+// belady tier's inverse orders (4 B per sample per epoch), memory storage's bytes.
+TEST(Budget, CountsTheSyntheticDatasetBeforeItIsMade) {
+  Scenario s;
+  s.file = "data.yaml";
+  s.dataset.samples = 1000;
+  s.dataset.sample_size = 4096;
+  s.run.epochs = 3;
+  EXPECT_EQ(DatasetHostBytes(s), 1000u * 32);
+  s.cache_tiers = {{.kind = TierKind::kMemory, .capacity = 1 << 20, .policy = PolicyKind::kBelady}};
+  EXPECT_EQ(DatasetHostBytes(s), 1000u * 32 + 1000u * 4 * 3);
+  s.cache_tiers.clear();
+  s.storage.kind = StorageKind::kMemory;
+  EXPECT_EQ(DatasetHostBytes(s), 1000u * (32 + 8 + 4096));
+  s.storage.kind = StorageKind::kDirectory;
+  EXPECT_EQ(DatasetHostBytes(s), 0u);  // a directory's listing is what it holds
+  s.storage.kind = StorageKind::kSimulated;
+  s.dataset.samples = ~0ULL;  // saturates rather than wraps
+  EXPECT_EQ(DatasetHostBytes(s), ~0ULL);
+  try {
+    CheckDatasetFits(s, 16ull << 30);
+    ADD_FAILURE() << "not refused";
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("data.yaml: dataset.samples: 18446744073709551615 "
+                                         "samples need 16.00 EiB"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Budget, ReadsThisHostsMemory) {
   const auto available = ReadHostMemory();
   ASSERT_TRUE(available.has_value()) << "neither /proc/meminfo nor the cgroup could be read";
   EXPECT_GT(*available, 16u << 20);  // a host that runs this test has more than 16 MiB free
+}
+
+// An exception that is not stallscope's own is named by the innermost step it unwound; one
+// handled before a later step is forgotten.
+TEST(Errors, AForeignExceptionIsNamedByWhatWasBeingDone) {
+  const int code = RunGuarded([]() -> int {
+    const SettingUp outer("making the cache tiers (variant a)");
+    const SettingUp inner("allocating the staging buffers (variant a)");
+    throw std::bad_alloc();
+  });
+  EXPECT_EQ(code, kExitRunFailed);
+  try {
+    const SettingUp doing("allocating the staging buffers (variant b)");
+    throw std::bad_alloc();
+  } catch (const std::bad_alloc& e) {
+    EXPECT_EQ(ErrorMessage(e),
+              "run failed: out of memory while allocating the staging buffers "
+              "(variant b)");
+  }
+  const SettingUp later("running the steps (variant b)");  // the last one is handled: forgotten
+  EXPECT_EQ(ErrorMessage(std::bad_alloc()), "run failed: out of memory");
+  EXPECT_EQ(ErrorMessage(RunFailed("disk full")), "run failed: disk full");
+  EXPECT_EQ(ErrorMessage(
+                std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again))),
+            "run failed: Resource temporarily unavailable");
 }
 
 }  // namespace

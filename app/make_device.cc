@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "app/errors.h"
 #include "app/mpi_job.h"
 #include "app/runner.h"
 #include "gpu/emulated_device.h"
@@ -21,6 +22,8 @@ bool CudaGpuPresent() {
 }
 
 std::unique_ptr<Device> MakeDevice(const Scenario& s, int local_rank, int local_ranks) {
+  const SettingUp doing(
+      fmt::format("setting up the {} device (variant {})", NameOf(s.gpu.device), s.variant));
   const bool enough = CudaGpuPresent() &&
 #ifdef STALLSCOPE_HAVE_CUDA
                       gpu::CudaDeviceCount() >= local_ranks;

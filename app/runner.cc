@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "app/budget.h"
+#include "app/errors.h"
 #include "base/units.h"
 #include "cache/epoch_oracle.h"
 #include "pipeline/sampler.h"
@@ -116,6 +119,10 @@ DirectoryStorageOptions DirectoryOptionsOf(const Scenario& s, bool quiet) {
 }
 
 std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorageBudget* shared) {
+  const SettingUp doing(
+      fmt::format("making the {} storage (variant {})", NameOf(s.storage.kind), s.variant));
+  // A synthetic dataset's index is made here: refused first when this host cannot hold it.
+  if (const auto available = ReadHostMemory()) CheckDatasetFits(s, *available);
   const SyntheticDataset d{.dataset = s.dataset, .seed = s.seed};
   switch (s.storage.kind) {
     case StorageKind::kMemory:
@@ -130,6 +137,8 @@ std::unique_ptr<Storage> MakeStorage(const Scenario& s, bool quiet, SharedStorag
 
 VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
                          const RunHooks& hooks) {
+  std::optional<SettingUp> doing;
+  doing.emplace(fmt::format("planning the run (variant {})", s.variant));
   CheckRunnable(s, hooks.shard.ranks);
   const ListingSkips skips = storage.listing_skips();
   if (skips.count > 0 && s.loader.on_error == OnError::kFail) {
@@ -165,6 +174,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
             : 0);
   }
 
+  doing.emplace(fmt::format("making the cache tiers (variant {})", s.variant));
   // The sampler's future order: belady's oracle (and only consulted by it).
   const Sampler sampler(storage.num_samples(), s.seed);
   const EpochOrderOracle oracle(
@@ -185,7 +195,9 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
     throw BadInput(fmt::format("{} (variant {}): {}", s.file, s.variant, e.what()));
   }
   Cache& cache = *cache_owner;
+  doing.emplace(fmt::format("allocating the staging buffers (variant {})", s.variant));
   auto pipeline = std::make_unique<Pipeline>(po, storage, cache, device);
+  doing.emplace(fmt::format("running the steps (variant {})", s.variant));
   if (hooks.on_start) hooks.on_start(s, storage, cache, *pipeline);
   if (hooks.before_run) hooks.before_run();
   if (checkpoint_store && s.checkpoint.restore && hooks.agree_restore) {
@@ -202,9 +214,13 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
     v.steps = record.batches.size();
     v.wall_seconds = record.end - record.start;
     v.partial = true;
-    v.bottleneck_text = "interrupted before the first measured step";
+    v.time_limit_reached = record.time_limit_reached;
+    v.bottleneck_text = record.time_limit_reached
+                            ? "run.time_limit reached before the first measured step"
+                            : "interrupted before the first measured step";
     return v;
   }
+  doing.emplace(fmt::format("analysing the run (variant {})", s.variant));
   AnalysisInputs in;
   in.warmup_steps = s.run.warmup_steps;
   in.batch_size = s.loader.batch_size;
@@ -218,6 +234,7 @@ VariantResult RunVariant(const Scenario& s, Storage& storage, Device& device,
     v.checkpoints->target = checkpoint_store->Describe();
   }
   v.partial = record.partial;
+  v.time_limit_reached = record.time_limit_reached;
   v.gpu_hour_cost = s.gpu_hour_cost;
   v.entries_skipped = skips.count;
   v.entries_skipped_first = skips.first;

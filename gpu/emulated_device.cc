@@ -12,12 +12,20 @@
 namespace stallscope {
 namespace {
 
-// Sleeps until MonotonicSeconds() reaches `t` (steady_clock is CLOCK_MONOTONIC on Linux).
-void SleepUntil(double t) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(std::floor(t));
-  ts.tv_nsec = static_cast<long>((t - std::floor(t)) * 1e9);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+// Sleeps until MonotonicSeconds() reaches `t` (steady_clock is CLOCK_MONOTONIC on Linux), or
+// until `interrupted`, looked at every 50 ms: the last stretch is one absolute sleep, so
+// the wake-up is as exact as one sleep of the whole step.
+void SleepUntil(double t, const std::atomic<bool>& interrupted) {
+  constexpr double kLook = 0.05;
+  for (;;) {
+    if (interrupted.load(std::memory_order_relaxed)) return;
+    const double until = std::min(t, MonotonicSeconds() + kLook);
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(std::floor(until));
+    ts.tv_nsec = static_cast<long>((until - std::floor(until)) * 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+    if (until >= t) return;
   }
 }
 
@@ -71,7 +79,7 @@ StepTiming EmulatedDevice::Step(int buffer, const DeviceBatch& batch, double ear
   t.start = earliest_start;
   t.end = earliest_start + step_seconds_;
   t.busy = step_seconds_;
-  if (step_seconds_ > 0) SleepUntil(t.end);
+  if (step_seconds_ > 0) SleepUntil(t.end, interrupted_);
   return t;
 }
 

@@ -11,6 +11,7 @@
 #ifndef STALLSCOPE_GPU_EMULATED_DEVICE_H_
 #define STALLSCOPE_GPU_EMULATED_DEVICE_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,7 @@ class EmulatedDevice final : public Device {
   double CopyIn(int buffer, const DeviceBatch& batch) override;
   StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) override;
   double nominal_step_seconds() const override { return step_seconds_; }
+  void Interrupt(bool on) override { interrupted_ = on; }
   // The state is host memory of its own, filled with a pattern; a snapshot is a memcpy.
   void PrepareState(uint64_t bytes) override;
   void Snapshot(std::byte* dst, uint64_t bytes) override;
@@ -39,6 +41,7 @@ class EmulatedDevice final : public Device {
   };
   std::unique_ptr<std::byte[], Free> state_;  // 4096-aligned (written with O_DIRECT)
   const double step_seconds_;
+  std::atomic<bool> interrupted_{false};
   uint64_t capacity_ = 0;
   std::unique_ptr<std::byte[]> inputs_[2];
   std::vector<uint32_t> labels_[2];

@@ -90,6 +90,7 @@ struct CheckpointResult {
   uint64_t count = 0;                // checkpoints taken (this rank)
   uint64_t bytes = 0;                // written (this rank)
   uint64_t failed = 0;               // writes given up (loader.on_error skip)
+  uint64_t cut_short = 0;            // writes the run's stop ended (Ctrl-C, run.time_limit)
   uint64_t waited_for_previous = 0;  // async: the previous write was still going
   double seconds = 0;                // the writes' own time, summed
   double bytes_per_second = 0;       // bytes / seconds
@@ -135,8 +136,9 @@ struct VariantResult {
   // A real GPU's own measurements (empty busy_source on the emulated device). busy_seconds
   // above is then CUPTI's union of kernel intervals; this is the CUDA-event cross-check.
   DeviceReport gpu;
-  bool partial = false;            // interrupted (Ctrl-C): measured over the steps that completed
-  double event_busy_fraction = 0;  // Σ event-timed step busy in the window / window
+  bool partial = false;             // interrupted (Ctrl-C): measured over the steps that completed
+  bool time_limit_reached = false;  // ... by run.time_limit, not a signal
+  double event_busy_fraction = 0;   // Σ event-timed step busy in the window / window
   double loss_first = 0, loss_last = 0;         // mean loss of the first and last 10 steps
   uint32_t gpus = 1;                            // accelerators (cluster.nodes × gpus_per_node)
   std::optional<double> gpu_hour_cost;          // cost.gpu_hour, USD

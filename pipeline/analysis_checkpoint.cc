@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "base/units.h"
 #include "pipeline/analysis.h"
@@ -17,7 +18,9 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
   std::vector<std::pair<double, double>> writes;
   for (const CheckpointSpan& s : run.checkpoints) {
     ++c.count;
-    if (s.error != 0) {
+    if (s.error == ECANCELED) {
+      ++c.cut_short;  // the run stopped while it was written: not a failure of its own
+    } else if (s.error != 0) {
       ++c.failed;
     } else {
       c.bytes += s.bytes;
@@ -70,6 +73,9 @@ void AnalyzeCheckpoints(VariantResult& v, const RunRecord& run, size_t w) {
   if (c.failed > 0) {
     v.bottleneck_text +=
         fmt::format("; {} checkpoint write(s) failed and were skipped: {}", c.failed, c.error);
+  }
+  if (c.cut_short > 0) {
+    v.bottleneck_text += fmt::format("; {} checkpoint write(s) cut short by the stop", c.cut_short);
   }
   v.checkpoints = c;
 }

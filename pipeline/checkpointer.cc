@@ -71,6 +71,7 @@ int Checkpointer::WriteWithRules(uint64_t step, std::span<const std::byte> data)
       store_.Write(step, data);
       return 0;
     } catch (const CheckpointError& e) {
+      if (cancelled_) return ECANCELED;  // the run is stopping: not an error of its own
       {
         std::lock_guard lock(mu_);
         if (first_error_.empty()) first_error_ = e.what();

@@ -18,6 +18,7 @@
 #ifndef STALLSCOPE_PIPELINE_CHECKPOINTER_H_
 #define STALLSCOPE_PIPELINE_CHECKPOINTER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -65,6 +66,12 @@ class Checkpointer {
   // Waits for an async write still going (end of the run) and returns every checkpoint.
   std::vector<CheckpointSpan> Finish();
   const std::string& first_error() const { return first_error_; }
+  // A stop: a write or restore in progress ends soon (the store's Cancel()); one cut short
+  // is neither retried nor a failure of the run. Any thread.
+  void Cancel() {
+    cancelled_ = true;
+    store_.Cancel();
+  }
 
  private:
   // Writes `data` as step `step` under the on_error rules; returns errno of a skipped
@@ -95,6 +102,7 @@ class Checkpointer {
   size_t pending_span_ = 0;  // its index in spans_
   bool stop_ = false;
   std::string first_error_;
+  std::atomic<bool> cancelled_{false};
   std::thread writer_;  // async only
 };
 

@@ -78,6 +78,10 @@ class Device {
   virtual StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) = 0;
   // Busy seconds a step takes when fed at once (the GPU's demand: batch / step_seconds).
   virtual double nominal_step_seconds() const = 0;
+  // A stop is pending (true) or a run begins (false). A device whose steps can be cut short
+  // (the emulated one's sleep) ends the step in progress at once; the pipeline then discards
+  // it (it returned before its StepTiming::end). Safe from any thread.
+  virtual void Interrupt(bool /*on*/) {}
 
   // Staging memory the pipeline copies from, offered for pinning (CUDA: cudaHostRegister,
   // so the copy engine reads it directly). UnpinHost() comes before the memory is freed.

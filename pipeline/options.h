@@ -69,6 +69,7 @@ struct RunOptions {
   uint32_t epochs = 3;
   uint32_t warmup_steps = 1;  // steps excluded from the measured window
   uint64_t max_steps = 0;     // 0 = whole epochs
+  double time_limit = 0;      // seconds; the run stops there as at Ctrl-C (partial); 0 = none
   bool verify = true;         // check every delivered sample's content
 
   bool operator==(const RunOptions&) const = default;

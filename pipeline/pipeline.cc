@@ -87,6 +87,8 @@ void Pipeline::Fail(const std::string& message) {
 
 void Pipeline::RequestStop() {
   interrupted_ = true;
+  device_.Interrupt(true);
+  if (checkpointer_) checkpointer_->Cancel();
   StopAll();
   // The batches still loading will not be stepped: a read that hangs must not hold the stop.
   storage_.CancelReads();
@@ -142,7 +144,28 @@ RunRecord Pipeline::Run() {
   } catch (const RunFailed& e) {
     Fail(e.what());
   }
+  std::thread timer;  // run.time_limit: stops the run as Ctrl-C would
+  if (options_.run.time_limit > 0 && !failed_) {
+    try {
+      timer = StartThread("the run.time_limit timer", [this] {
+        std::unique_lock lock(limit_mu_);
+        const auto limit = std::chrono::duration<double>(options_.run.time_limit);
+        if (!limit_cv_.wait_for(lock, limit, [this] { return run_over_; })) {
+          time_limit_reached_ = true;
+          RequestStop();
+        }
+      });
+    } catch (const RunFailed& e) {
+      Fail(e.what());
+    }
+  }
   DeviceLoop();
+  {
+    std::lock_guard lock(limit_mu_);
+    run_over_ = true;
+  }
+  limit_cv_.notify_all();
+  if (timer.joinable()) timer.join();
   {
     std::lock_guard lock(mu_);
     device_batch_ = plan_.total_batches;
@@ -172,6 +195,9 @@ RunRecord Pipeline::Run() {
 
 // Every per-run array sized for the plan, every slot free.
 void Pipeline::ResetForRun() {
+  device_.Interrupt(false);
+  run_over_ = false;
+  time_limit_reached_ = false;
   records_.assign(plan_.total_batches, BatchRecord{});
   slot_of_batch_.assign(plan_.total_batches, -1);
   ready_.assign(plan_.total_batches, 0);
@@ -229,6 +255,7 @@ void Pipeline::DeviceLoop() {
       db.row_bytes = plan_.staged_stride;
       db.rows_are_floats = plan_.normalize;
       const StepTiming t = device_.Step(static_cast<int>(b % 2), db, earliest);
+      if (interrupted_ && MonotonicSeconds() < t.end) break;  // cut short by the stop
       r.step_start = t.start;
       r.step_end = t.end;
       r.step_busy = t.busy;
@@ -268,6 +295,7 @@ void Pipeline::FinishRecord(RunRecord& rec) {
   if (interrupted_ && !failed_) {
     // Keep the steps that completed; the rest never ran.
     rec.partial = true;
+    rec.time_limit_reached = time_limit_reached_;
     records_.resize(std::min<uint64_t>(steps_done_, records_.size()));
   }
   if (!failed_) {

@@ -170,6 +170,7 @@ struct RunRecord {
   RestoreRecord restore;
   std::string checkpoint_error;  // the first failed checkpoint write's message
   bool partial = false;  // stopped early by RequestStop(): `batches` holds the completed steps
+  bool time_limit_reached = false;  // ... by run.time_limit
   bool failed = false;
   std::string error;
 };
@@ -261,6 +262,10 @@ class Pipeline final : private ReadCallback {
   std::atomic<bool> failed_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> interrupted_{false};
+  std::mutex limit_mu_;
+  std::condition_variable limit_cv_;  // the run is over (the time limit's timer ends)
+  bool run_over_ = false;             // guarded by limit_mu_
+  std::atomic<bool> time_limit_reached_{false};
   uint64_t steps_done_ = 0;  // device thread  // set with stop_: retries stop waiting out backoffs
   // Retries waiting out their backoff, a min-heap on `due` (RetryLoop's thread sends them).
   struct Retry {

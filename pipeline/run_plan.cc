@@ -18,7 +18,9 @@ RunPlan MakeRunPlan(const LoaderOptions& loader, const RunOptions& run, const Pl
   RunPlan p;
   p.batch_size = std::max<uint32_t>(loader.batch_size, 1);
   p.batches_per_epoch = (in.samples + p.batch_size - 1) / p.batch_size;
-  p.total_batches = p.batches_per_epoch * std::max<uint32_t>(run.epochs, 1);
+  // Saturating: a count no run could reach is refused by the start-up budget, not wrapped.
+  const uint32_t epochs = std::max<uint32_t>(run.epochs, 1);
+  p.total_batches = p.batches_per_epoch > ~0ULL / epochs ? ~0ULL : p.batches_per_epoch * epochs;
   if (run.max_steps > 0) p.total_batches = std::min(p.total_batches, run.max_steps);
   p.slots = loader.prefetch + 1;
   p.jpeg = pre.kind == PreprocessKind::kJpegDecode;
@@ -30,8 +32,10 @@ RunPlan MakeRunPlan(const LoaderOptions& loader, const RunOptions& run, const Pl
   // Float rows on 64-byte (cache-line) boundaries.
   p.staged_stride =
       p.jpeg ? RoundUp(JpegSampleFloats(static_cast<int>(pre.image_size)) * sizeof(float), 64)
-      : p.normalize ? RoundUp(in.max_sample_bytes * sizeof(float), 64)
-                    : p.raw_stride;
+      // (A sample is at most 8 EiB (the parser's bound): its float row is kept from wrapping.)
+      : p.normalize
+          ? RoundUp(std::min<uint64_t>(in.max_sample_bytes, 1ULL << 60) * sizeof(float), 64)
+          : p.raw_stride;
   // Chunks: enough that every worker has work even on a single batch (prefetch 0).
   p.chunks_per_batch = std::min<uint32_t>(p.batch_size, std::max<uint32_t>(loader.workers, 1) * 2);
   p.retries = loader.retries_allowed();

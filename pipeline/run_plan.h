@@ -36,10 +36,12 @@ struct RunPlan {
   uint32_t chunks_per_batch = 0;   // a batch is cut into this many worker chunks
   uint32_t retries = 0;            // retries per failed read (0 unless on_error retry)
 
-  // Staging memory the plan holds: every slot's raw rows and, with float rows, those too.
+  // Staging memory the plan holds: every slot's raw rows and, with float rows, those too
+  // (saturating at UINT64_MAX: a plan for samples no host could stage still has a size).
   uint64_t staging_bytes() const {
-    return static_cast<uint64_t>(slots) * batch_size *
-           (raw_stride + (normalize ? staged_stride : 0));
+    const long double b = static_cast<long double>(slots) * batch_size *
+                          (static_cast<long double>(raw_stride) + (normalize ? staged_stride : 0));
+    return b >= 0x1p64L ? ~0ULL : static_cast<uint64_t>(b);
   }
 
   bool operator==(const RunPlan&) const = default;

@@ -165,6 +165,7 @@ nlohmann::json VariantToJson(const VariantResult& v) {
     }
   }
   if (v.partial) out["partial"] = true;
+  if (v.time_limit_reached) out["stopped_by"] = "run.time_limit";
   if (!v.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankResult& r : v.ranks) ranks.push_back(RankToJson(r));
@@ -418,7 +419,10 @@ std::string FormatTable(const std::vector<VariantResult>& vs) {
 
   std::string out = table.Text() + "\n";
   for (const VariantResult& v : vs) {
-    out += fmt::format("{}: {}{}\n", v.name, v.partial ? "(interrupted, partial) " : "",
+    out += fmt::format("{}: {}{}\n", v.name,
+                       v.time_limit_reached ? "(run.time_limit reached, partial) "
+                       : v.partial          ? "(interrupted, partial) "
+                                            : "",
                        v.bottleneck_text);
   }
   return out;

@@ -275,13 +275,19 @@ SimulatedCheckpointStore::SimulatedCheckpointStore(SimulatedStorage& storage, ui
     : storage_(storage), block_(block), depth_(depth) {}
 
 void SimulatedCheckpointStore::Write(uint64_t step, std::span<const std::byte> data) {
-  storage_.Transfer(data.size(), block_, depth_, true);
+  if (!storage_.Transfer(data.size(), block_, depth_, true)) {
+    throw CheckpointError(fmt::format("stopped while writing {}", NameOf(step)), ECANCELED);
+  }
   latest_ = step;
 }
 
 void SimulatedCheckpointStore::Read(uint64_t step, std::span<std::byte> dst) {
-  storage_.Transfer(dst.size(), block_, depth_, false);
+  if (!storage_.Transfer(dst.size(), block_, depth_, false)) {
+    throw CheckpointError(fmt::format("stopped while reading {}", NameOf(step)), ECANCELED);
+  }
 }
+
+void SimulatedCheckpointStore::Cancel() { storage_.CancelReads(); }
 
 std::string SimulatedCheckpointStore::Describe() const {
   return fmt::format("the simulated storage ({} writes, {} in flight)", FormatBytes(block_),

@@ -68,6 +68,9 @@ class CheckpointStore {
   virtual std::string Describe() const = 0;
   // How messages name checkpoint `step`: its path.
   virtual std::string NameOf(uint64_t step) const = 0;
+  // A stop: a Write or Read in progress (and any later one) may end soon by throwing
+  // CheckpointError(ECANCELED). Any thread. A store whose transfers always end soon ignores it.
+  virtual void Cancel() {}
 };
 
 struct DirectoryCheckpointOptions {
@@ -115,6 +118,7 @@ class SimulatedCheckpointStore final : public CheckpointStore {
   void Read(uint64_t step, std::span<std::byte> dst) override;
   std::string Describe() const override;
   std::string NameOf(uint64_t step) const override;
+  void Cancel() override;  // cancels the simulated storage's reads and transfers
 
  private:
   SimulatedStorage& storage_;

@@ -113,24 +113,47 @@ class SimulatedStorage::Engine {
     thread_.join();
   }
 
-  // Moves `bytes` in `block`-byte requests, at most `depth` in flight, and returns when the
-  // last has completed. One transfer at a time (callers are serialized).
-  void Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
+  // Moves `bytes` in `block`-byte requests, at most `depth` in flight, and returns true when
+  // the last has completed, false when Cancel() ended it (or came before). One transfer at a
+  // time (callers are serialized).
+  bool Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
     std::lock_guard serial(transfer_mu_);
+    if (cancelled_) return false;
     Job job;
     job.blocks = (bytes + block - 1) / block;
     job.last = bytes - (job.blocks - 1) * block;
     job.block = block;
     job.depth = std::max<uint32_t>(depth, 1);
     job.write = write;
-    if (job.blocks == 0) return;
+    if (job.blocks == 0) return true;
     boost::asio::post(context_, [this, &job] {
       job_ = &job;
+      ++job_generation_;
+      if (cancelled_) {
+        EndJob(false);
+        return;
+      }
       FeedJob(Now());
       Process();
     });
     std::unique_lock lock(job.mu);
     job.cv.wait(lock, [&] { return job.done; });
+    return job.completed == job.blocks;
+  }
+
+  // A stop: every read in flight completes now with -ECANCELED, and a transfer in progress
+  // (or any later one) returns false. The model's own requests run on unseen: their
+  // completions are dropped when they come.
+  void Cancel() {
+    cancelled_ = true;
+    boost::asio::post(context_, [this] {
+      if (job_) EndJob(false);
+      for (Request& r : slab_) {
+        if (!r.callback) continue;
+        ReadCallback* cb = std::exchange(r.callback, nullptr);
+        cb->OnReadComplete(r.request, -ECANCELED);
+      }
+    });
   }
 
   void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
@@ -159,7 +182,12 @@ class SimulatedStorage::Engine {
     std::condition_variable cv;
     bool done = false;  // guarded by mu
   };
-  static constexpr uint64_t kJobToken = 1ULL << 63;  // model tokens of a Job's blocks
+  // Model tokens of a Job's blocks: this bit, the job's generation (bits 40-62: a cancelled
+  // job's late completions are not taken for the next job's), the block's index.
+  static constexpr uint64_t kJobToken = 1ULL << 63;
+  static constexpr int kGenerationShift = 40;
+  static constexpr uint64_t kIndexMask = (1ULL << kGenerationShift) - 1;
+  uint64_t JobTag() const { return kJobToken | (job_generation_ << kGenerationShift & ~kJobToken); }
 
   StorageModel& JobModel() { return job_->write && write_model_ ? *write_model_ : model_; }
 
@@ -168,7 +196,7 @@ class SimulatedStorage::Engine {
     Job& j = *job_;
     while (j.submitted < j.blocks && j.submitted - j.completed < j.depth) {
       const uint64_t bytes = j.submitted + 1 == j.blocks ? j.last : j.block;
-      JobModel().Submit(kJobToken | j.submitted, bytes, now, j.write);
+      JobModel().Submit(JobTag() | (j.submitted & kIndexMask), bytes, now, j.write);
       ++j.submitted;
     }
   }
@@ -179,7 +207,14 @@ class SimulatedStorage::Engine {
       FeedJob(now);
       return;
     }
+    EndJob(true);
+  }
+
+  // Hands the job back to its waiter (whole, or cut short by Cancel()).
+  void EndJob(bool whole) {
+    Job& j = *job_;
     job_ = nullptr;
+    if (!whole) j.completed = 0;
     std::lock_guard lock(j.mu);  // notified under the lock: j is gone once its waiter sees done
     j.done = true;
     j.cv.notify_all();
@@ -193,6 +228,10 @@ class SimulatedStorage::Engine {
     }
     const double now = Now();
     for (const Request& r : drained_) {
+      if (cancelled_) {
+        r.callback->OnReadComplete(r.request, -ECANCELED);
+        continue;
+      }
       uint64_t token;
       if (free_.empty()) {
         token = slab_.size();
@@ -215,11 +254,13 @@ class SimulatedStorage::Engine {
     if (write_model_) write_model_->Advance(now, done_);
     for (const StorageModel::Completion& c : done_) {
       if (c.token & kJobToken) {
-        JobBlockDone(now);
+        if (job_ && (c.token & ~kIndexMask) == JobTag()) JobBlockDone(now);
         continue;
       }
       const Request r = slab_[c.token];
+      slab_[c.token].callback = nullptr;
       free_.push_back(c.token);
+      if (!r.callback) continue;  // cancelled: its completion was given at Cancel()
       if (c.result > 0) {
         FillContent(owner_->Key(r.request.sample), {r.request.dst, static_cast<size_t>(c.result)},
                     owner_->Label(r.request.sample));
@@ -232,8 +273,10 @@ class SimulatedStorage::Engine {
     if (next != StorageModel::kNever && (!armed_ || next < armed_at_)) {
       armed_ = true;
       armed_at_ = next;
+      // (At most a year ahead: a rate of a few bytes a second puts events beyond what the
+      // clock's ticks can count.)
       timer_.expires_at(start_ + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(next)));
+                                     std::chrono::duration<double>(std::min(next, 3.2e7))));
       timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec == boost::asio::error::operation_aborted) return;
         armed_ = false;
@@ -248,6 +291,7 @@ class SimulatedStorage::Engine {
   StorageModel model_;
   std::unique_ptr<StorageModel> write_model_;  // storage.write.shared false
   Job* job_ = nullptr;
+  uint64_t job_generation_ = 0;
   std::vector<Request> slab_;  // indexed by the model's token
   std::vector<uint64_t> free_;
   std::vector<Request> drained_;
@@ -260,6 +304,7 @@ class SimulatedStorage::Engine {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
 
   std::mutex transfer_mu_;
+  std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   // Guarded by mu_.
   std::vector<Request> incoming_;
@@ -281,9 +326,11 @@ void SimulatedStorage::Submit(std::span<const ReadRequest> requests, ReadCallbac
   engine_->Submit(requests, callback);
 }
 
-void SimulatedStorage::Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
-  engine_->Transfer(bytes, block, depth, write);
+bool SimulatedStorage::Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write) {
+  return engine_->Transfer(bytes, block, depth, write);
 }
+
+void SimulatedStorage::CancelReads() { engine_->Cancel(); }
 
 std::string SimulatedStorage::Describe() const {
   std::string s = fmt::format("simulated: {} samples, {}", dataset_.dataset.samples,

@@ -70,8 +70,11 @@ class SimulatedStorage final : public SyntheticStorage {
   std::string Describe() const override;
   // Moves `bytes` through the model beside the reads (a checkpoint's writes with `write`,
   // its restore without) in `block`-byte requests, at most `depth` in flight; blocks until
-  // the last completes. Any thread; transfers run one at a time.
-  void Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write);
+  // the last completes (true) or CancelReads() cuts it short (false). Any thread; transfers
+  // run one at a time.
+  bool Transfer(uint64_t bytes, uint64_t block, uint32_t depth, bool write);
+  // A stop: reads in flight complete with -ECANCELED, transfers return false (see Transfer).
+  void CancelReads() override;
 
  private:
   class Engine;

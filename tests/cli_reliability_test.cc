@@ -195,6 +195,68 @@ run: {epochs: 1}
   EXPECT_EQ(doc["variants"][0]["steps"], 0);
 }
 
+// The other long waits a stop must cut short (issue #21): an emulated step of 100 hours, a
+// checkpoint written to storage of 1 byte per second, a read from storage of 1 byte per
+// second. Each run is stopped by SIGINT after 1.5 s and must end within 2 s, partial JSON
+// written. Before 2026-12-02 each of them ran on (the step slept its whole length, and the
+// simulated storage finished every transfer and read it had started).
+TEST_F(Cli, AStopEndsALongStepACheckpointWriteAndASlowRead) {
+  const std::string s = Write("waits.yaml", R"(name: waits
+dataset: {samples: 64, sample_size: 4KiB}
+storage: {kind: simulated, bandwidth: 1GB/s, write: {shared: false, bandwidth: 1GB/s}}
+loader: {batch_size: 4, workers: 1}
+gpu: {step_time: 1ms}
+run: {epochs: 1}
+checkpoint: {every: 1, size: 1MiB, mode: sync}
+)");
+  const std::string bin = STALLSCOPE_BIN;
+  for (const std::string set :
+       {"gpu.step_time=100h", "storage.write.bandwidth=1B/s", "storage.bandwidth=1B/s"}) {
+    const std::string json = (dir_.path() / "waits.json").string();
+    std::filesystem::remove(json);
+    const pid_t pid = Spawn({bin, "run", s, "--quiet", "--json", json, "--set", set});
+    ASSERT_GT(pid, 0);
+    const Stopped stopped = SignalAfter(pid, 1.5 * testing::kTimingSlack, SIGINT);
+    ASSERT_NE(stopped.status, -1);
+    EXPECT_LT(stopped.seconds, 2.0 * testing::kTimingSlack) << set;
+    ASSERT_TRUE(WIFEXITED(stopped.status)) << set << ": signal " << WTERMSIG(stopped.status);
+    EXPECT_EQ(WEXITSTATUS(stopped.status), 128 + SIGINT) << set;
+    std::ifstream in(json);
+    ASSERT_TRUE(in) << set << ": no partial result written";
+    EXPECT_EQ(nlohmann::json::parse(in)["partial"], true) << set;
+  }
+}
+
+// run.time_limit stops a run that would take 4.4 hours as Ctrl-C would, but on its own:
+// after 2 s, the steps done analysed and written, marked partial and why; exit 0.
+TEST_F(Cli, RunTimeLimitEndsTheRunWithAPartialResult) {
+  const std::string s = Write("limit.yaml", R"(name: limit
+dataset: {samples: 64, sample_size: 4KiB}
+storage: {kind: simulated}
+loader: {batch_size: 4, workers: 1}
+gpu: {step_time: 100ms}
+run: {epochs: 10000, warmup_steps: 2, time_limit: 2s}
+)");
+  const std::string json = (dir_.path() / "limit.json").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = Stallscope("run " + s + " --quiet --json " + json);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(seconds, 2.0);
+  EXPECT_LT(seconds, 4.0 * testing::kTimingSlack);
+  EXPECT_NE(r.out.find("(run.time_limit reached, partial)"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  ASSERT_TRUE(in);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["variants"][0]["stopped_by"], "run.time_limit");
+  // About 20 steps of 100 ms fit in 2 s; the step cut short by the limit is not counted.
+  const int steps = doc["variants"][0]["steps"];
+  EXPECT_GE(steps, 10);
+  EXPECT_LE(steps, 20);
+}
+
 // 50 times: SIGKILL `stallscope run` at a random moment while its disk tier fills, then a
 // verified run on the same cache directory: zero wrong bytes, and the tier keeps serving.
 TEST_F(Cli, KilledRunsNeverLeaveWrongBytesInTheDiskTier) {
@@ -296,6 +358,12 @@ run: {epochs: 1}
       // 16 rows of 64 GiB samples in each of 5 slots, and their float rows: 25 TiB.
       {"dataset.sample_size=64GiB --set dataset.samples=64 --set loader.batch_size=16",
        "loader.batch_size × (loader.prefetch + 1) staging needs"},
+      // The issue's rows: 10^8 samples of 1 TiB (refused before their index is made), and a
+      // batch larger than the dataset (was killed by the kernel: 5 slots of 1.6 GB + floats).
+      {"'dataset={samples: 100000000, sample_size: 1TiB}'",
+       "loader.batch_size × (loader.prefetch + 1) staging needs at least 1.25 PiB"},
+      {"loader.batch_size=100000", "run.warmup_steps: the run has 1 step(s)"},
+      {"loader.preprocess.cost=1000h", "loader.preprocess.cost: must be at most a week (168h)"},
   };
   for (const auto& row : rows) {
     const auto t0 = std::chrono::steady_clock::now();
