@@ -108,6 +108,7 @@ int BenchDirCommand(const BenchDirCommandOptions& options);
 struct KernelsCommandOptions {
   std::string sizes = "1024,4096,8192";
   std::string json;
+  std::string profile;  // a directory: ncu on every rung (app/kernel_profile.h)
   bool quiet = false;
 };
 int KernelsCommand(const KernelsCommandOptions& options);

@@ -3,11 +3,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "app/commands.h"
 #include "app/errors.h"
+#include "app/kernel_profile.h"
 #include "app/make_device.h"
 #ifdef STALLSCOPE_HAVE_CUDA
 #include "gpu/kernel_ladder.h"
@@ -35,6 +39,16 @@ int KernelsCommand(const KernelsCommandOptions& options) {
     }
     sizes.push_back(static_cast<int>(n));
     pos = comma + 1;
+  }
+  std::optional<std::string> ncu;
+  if (!options.profile.empty()) {
+    ncu = FindNcu();
+    if (!ncu) {
+      std::fprintf(stderr,
+                   "stallscope kernels: --profile needs Nsight Compute's ncu (not found in $NCU, "
+                   "on PATH or at /usr/local/cuda/bin/ncu)\n");
+      return kExitBadInput;
+    }
   }
 #ifndef STALLSCOPE_HAVE_CUDA
   (void)json_path;
@@ -100,7 +114,15 @@ int KernelsCommand(const KernelsCommandOptions& options) {
     std::fprintf(stderr, "stallscope kernels: a kernel failed validation (valid = NO above)\n");
     return kExitRunFailed;
   }
-  return 0;
+  if (!ncu) return 0;
+  std::map<int, std::map<std::string, RungTiming> > timings;
+  for (const gpu::LadderRow& row : r.rows) {
+    if (row.ran) timings[row.size][row.kernel] = {row.ms, row.percent_of_cublas};
+  }
+  std::filesystem::create_directories(options.profile);
+  std::ofstream(options.profile + "/ladder.txt") << out;
+  return ProfileLadder(*ncu, std::filesystem::read_symlink("/proc/self/exe").string(),
+                       options.profile, sizes, timings);
 #endif
 }
 

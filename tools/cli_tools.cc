@@ -150,6 +150,10 @@ CLI::App* AddKernels(CLI::App& app, KernelsCommandOptions& ko) {
   kernels->add_option("--sizes", ko.sizes, "Matrix sizes n (n x n x n), multiples of 256")
       ->capture_default_str();
   kernels->add_option("--json", ko.json, "Write every row to this JSON file");
+  kernels->add_option("--profile", ko.profile,
+                      "Also run Nsight Compute (ncu) on every rung with a fixed metric set (SM, "
+                      "FMA and tensor pipe, DRAM %, occupancy, bank conflicts, registers, "
+                      "spills) and write DIR/profile.md beside the timings (DIR/ladder.txt)");
   kernels->add_flag("--quiet", ko.quiet, "No progress lines");
   return kernels;
 }
