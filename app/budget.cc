@@ -1,6 +1,7 @@
 #include "app/budget.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <fstream>
@@ -87,6 +88,33 @@ uint64_t DatasetHostBytes(const Scenario& s) {
                   3 * static_cast<long double>(s.dataset.sample_size_stdev));
   }
   return Saturate(bytes);
+}
+
+uint64_t OpenFilesNeed(const Scenario& s) {
+  const uint64_t depth = s.loader.io.io_depth;
+  uint64_t need = 64 + 2;  // the process itself; a checkpoint and its directory
+  if (s.storage.kind == StorageKind::kDirectory) need += depth * s.loader.io.io_threads;
+  for (const TierOptions& t : s.cache_tiers) {
+    if (t.kind == TierKind::kDisk) need += depth + 2;
+  }
+  return need;
+}
+
+void CheckOpenFiles(const Scenario& s) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const uint64_t need = OpenFilesNeed(s);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= need) return;
+  if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max >= need) {
+    limit.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) return;
+  }
+  throw BadInput(fmt::format(
+      "{}: loader.io_depth: {} files in flight per reader ({} I/O thread(s){}) need {} open "
+      "files; this process may open {} (ulimit -n; its hard limit)",
+      s.file, s.loader.io.io_depth, s.loader.io.io_threads,
+      s.cache_tiers.empty() ? "" : " and the disk tiers", need,
+      static_cast<unsigned long long>(limit.rlim_max)));
 }
 
 void CheckDatasetFits(const Scenario& s, uint64_t available) {

@@ -58,6 +58,16 @@ uint64_t DatasetHostBytes(const Scenario& scenario);
 // DatasetHostBytes() exceeds `available`. Called before the storage is made.
 void CheckDatasetFits(const Scenario& scenario, uint64_t available);
 
+// Files a run may hold open at once: the dataset reader's (loader.io_depth per I/O thread, for
+// a directory), each disk tier's reader (loader.io_depth) and writer, a checkpoint, and 64
+// for the process itself (libraries, sockets, logs).
+uint64_t OpenFilesNeed(const Scenario& scenario);
+// Raises this process's soft RLIMIT_NOFILE (ulimit -n) to OpenFilesNeed() when it is lower,
+// up to the hard limit; throws BadInput naming loader.io_depth when the hard limit is lower
+// still. (The ring-size limit needs no check: 4 entries per file in flight, io_depth ≤ 4096,
+// within the kernel's 32768.)
+void CheckOpenFiles(const Scenario& scenario);
+
 // Host memory one rank's checkpoints hold: the emulated device's state (its "weights", in
 // host memory) and the snapshot buffer (async mode, a GPU's state, or a restore), each
 // `rank_bytes` rounded up to 4 KiB.

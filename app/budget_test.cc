@@ -3,6 +3,7 @@
 #include "app/budget.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <new>
 #include <string>
@@ -172,6 +173,42 @@ TEST(Budget, ReadsThisHostsMemory) {
   const auto available = ReadHostMemory();
   ASSERT_TRUE(available.has_value()) << "neither /proc/meminfo nor the cgroup could be read";
   EXPECT_GT(*available, 16u << 20);  // a host that runs this test has more than 16 MiB free
+}
+
+// The files a run holds open: raised to what the run needs under the hard limit, refused above
+// it, naming loader.io_depth (the limits are this process's own, restored after).
+TEST(Budget, OpenFilesAreRaisedToTheNeedOrRefused) {
+  Scenario s;
+  s.file = "files.yaml";
+  s.storage.kind = StorageKind::kDirectory;
+  s.loader.io.io_depth = 512;
+  s.loader.io.io_threads = 4;
+  s.cache_tiers = {{.kind = TierKind::kDisk, .path = "/tmp/x", .capacity = 1 << 20}};
+  EXPECT_EQ(OpenFilesNeed(s), 66u + 512 * 4 + 512 + 2);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  if (saved.rlim_max == RLIM_INFINITY || saved.rlim_max >= OpenFilesNeed(s)) {
+    CheckOpenFiles(s);  // raised
+    rlimit now{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &now), 0);
+    EXPECT_GE(now.rlim_cur, OpenFilesNeed(s));
+  }
+  s.loader.io.io_depth = 4096;
+  s.loader.io.io_threads = 256;  // a million files: beyond any default hard limit
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < OpenFilesNeed(s)) {
+    try {
+      CheckOpenFiles(s);
+      ADD_FAILURE() << "not refused";
+    } catch (const BadInput& e) {
+      EXPECT_NE(std::string(e.what()).find("files.yaml: loader.io_depth: 4096 files in flight"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 // An exception that is not stallscope's own is named by the innermost step it unwound; one

@@ -74,6 +74,7 @@ std::unique_ptr<CheckpointStore> MakeCheckpointStore(const Scenario& s, Storage&
 
 void CheckRunnable(const Scenario& s, uint32_t ranks) {
   CheckFaults(s);
+  CheckOpenFiles(s);
   const uint64_t cluster = static_cast<uint64_t>(s.cluster.nodes) * s.cluster.gpus_per_node;
   if (cluster != ranks) {
     throw BadInput(fmt::format(
