@@ -119,6 +119,10 @@ std::vector<KernelProfile> ParseNcuCsv(const std::string& text, const std::strin
     throw RunFailed(file + ": no ncu CSV report in it (a header with \"ID\" and \"Kernel Name\")");
   }
   const int name_col = Column(header, "Metric Name"), value_col = Column(header, "Metric Value");
+  std::vector<std::pair<std::string, int>> metric_cols;  // the wide layout's metric columns
+  for (const ProfileMetric& m : kProfileMetrics) {
+    if (const int c = Column(header, m.ncu); c >= 0) metric_cols.emplace_back(m.ncu, c);
+  }
   std::vector<KernelProfile> out;
   std::map<std::string, size_t> by_id;  // launch ID → index in out (-1 not a rung)
   while (std::getline(in, line)) {
@@ -144,10 +148,8 @@ std::vector<KernelProfile> ParseNcuCsv(const std::string& text, const std::strin
       if (const auto v = NcuNumber(f[value_col])) k.metrics[f[name_col]] = *v;
       continue;
     }
-    for (const ProfileMetric& m : kProfileMetrics) {  // one column per metric
-      const int c = Column(header, m.ncu);
-      if (c < 0) continue;
-      if (const auto v = NcuNumber(f[c])) k.metrics[m.ncu] = *v;
+    for (const auto& [metric, c] : metric_cols) {  // one column per metric
+      if (const auto v = NcuNumber(f[c])) k.metrics[metric] = *v;
     }
   }
   return out;
@@ -174,9 +176,10 @@ std::string ProfileTable(int size, const std::vector<KernelProfile>& kernels,
 }
 
 std::optional<std::string> FindNcu() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("NCU"); env && *env)
+  if (const char* env = std::getenv("NCU"); env && *env) {
     return access(env, X_OK) == 0 ? std::optional<std::string>(env) : std::nullopt;
+  }
+  std::vector<std::string> candidates;
   if (const char* path = std::getenv("PATH")) {
     std::istringstream dirs(path);
     for (std::string d; std::getline(dirs, d, ':');) candidates.push_back(d + "/ncu");
