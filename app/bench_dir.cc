@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <condition_variable>
@@ -26,65 +27,87 @@ double CpuSeconds() {
          u.ru_stime.tv_usec * 1e-6;
 }
 
-// Keeps io_depth reads in flight, each in its own buffer; records each read's latency.
+// Keeps io_depth reads in flight, each in its own buffer; records each read's latency. The
+// first reads go out in one submission; after that each completion submits the next file into
+// the buffer it just filled, on the I/O thread that completed it (UringFileReader keeps such a
+// read on that thread, with no lock or wake-up), so the calling thread only waits for the end.
 class Reader final : public ReadCallback {
  public:
-  Reader(Storage& storage, uint32_t depth) : storage_(storage), depth_(std::max(depth, 1u)) {
+  Reader(Storage& storage, uint32_t depth, const RankShard& shard)
+      : storage_(storage), shard_(shard), depth_(std::max(depth, 1u)) {
+    const uint64_t n = storage.num_samples();
+    count_ = n > shard.rank ? (n - shard.rank + shard.ranks - 1) / shard.ranks : 0;
     stride_ = RoundUp(storage.max_sample_bytes(), kBlockBytes) + kBlockBytes;
-    buffers_ = static_cast<std::byte*>(std::aligned_alloc(4096, stride_ * depth_));
-    for (uint32_t i = 0; i < depth_; ++i) free_.push_back(i);
-    submitted_at_.assign(storage.num_samples(), 0);
-    latency_.reserve(storage.num_samples());
+    const uint64_t buffers = std::min<uint64_t>(depth_, std::max<uint64_t>(count_, 1));
+    buffers_ = static_cast<std::byte*>(std::aligned_alloc(4096, stride_ * buffers));
+    submitted_at_.assign(count_, 0);
+    latency_.assign(count_, -1);
   }
   ~Reader() { std::free(buffers_); }
 
-  void ReadAll(const RankShard& shard) {
-    const uint64_t n = storage_.num_samples();
-    for (uint64_t id = shard.rank; id < n; id += shard.ranks) {
-      uint32_t buffer;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !free_.empty(); });
-        buffer = free_.back();
-        free_.pop_back();
-      }
-      submitted_at_[id] = MonotonicSeconds();
-      const ReadRequest r{id, buffers_ + buffer * stride_, buffer};
-      storage_.Submit({&r, 1}, this);
+  void ReadAll() {
+    const uint64_t first = std::min<uint64_t>(depth_, count_);
+    next_.store(first);
+    std::vector<ReadRequest> start;
+    for (uint64_t k = 0; k < first; ++k) {
+      start.push_back({IdOf(k), buffers_ + k * stride_, k});
+      submitted_at_[k] = MonotonicSeconds();
     }
+    if (!start.empty()) storage_.Submit(start, this);
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return free_.size() == depth_; });
+    cv_.wait(lock, [&] { return done_ == count_; });
   }
 
   void OnReadComplete(const ReadRequest& r, int64_t result) override {
     const double now = MonotonicSeconds();
-    std::lock_guard lock(mu_);
+    const uint64_t k = (r.sample - shard_.rank) / shard_.ranks;
     if (result >= 0) {
-      latency_.push_back(now - submitted_at_[r.sample]);
-      bytes_ += static_cast<uint64_t>(result);
-    } else {
-      ++skipped_;
+      latency_[k] = now - submitted_at_[k];
+      bytes_.fetch_add(static_cast<uint64_t>(result), std::memory_order_relaxed);
     }
-    free_.push_back(static_cast<uint32_t>(r.tag));
-    cv_.notify_one();
+    const uint64_t next = next_.fetch_add(1, std::memory_order_relaxed);
+    if (next < count_) {
+      submitted_at_[next] = MonotonicSeconds();
+      const ReadRequest again{IdOf(next), r.dst, r.tag};
+      storage_.Submit({&again, 1}, this);
+    }
+    std::lock_guard lock(mu_);
+    if (++done_ == count_) cv_.notify_one();
   }
 
-  std::vector<double>& latency() { return latency_; }
-  uint64_t bytes() const { return bytes_; }
-  uint64_t skipped() const { return skipped_; }
+  // The latencies of the files read (failed ones left out); bytes read; files that failed.
+  std::vector<double> latency() const {
+    std::vector<double> ok;
+    ok.reserve(latency_.size());
+    for (double l : latency_) {
+      if (l >= 0) ok.push_back(l);
+    }
+    return ok;
+  }
+  uint64_t bytes() const { return bytes_.load(); }
+  uint64_t skipped() const {
+    return count_ - static_cast<uint64_t>(std::count_if(latency_.begin(), latency_.end(),
+                                                        [](double l) { return l >= 0; }));
+  }
 
  private:
+  uint64_t IdOf(uint64_t k) const { return shard_.rank + k * shard_.ranks; }
+
   Storage& storage_;
+  const RankShard shard_;
   const uint32_t depth_;
+  uint64_t count_ = 0;  // files of this shard
   uint64_t stride_ = 0;
   std::byte* buffers_ = nullptr;
-  std::vector<double> submitted_at_;  // written before the submit, read by its completion
+  // Per file of the shard, each written by the thread that submits it, then by the one that
+  // completes it (the submission orders the two).
+  std::vector<double> submitted_at_;
+  std::vector<double> latency_;  // seconds; -1: failed
+  std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> bytes_{0};
   std::mutex mu_;
   std::condition_variable cv_;
-  // Guarded by mu_.
-  std::vector<uint32_t> free_;
-  std::vector<double> latency_;
-  uint64_t bytes_ = 0, skipped_ = 0;
+  uint64_t done_ = 0;  // guarded by mu_
 };
 
 }  // namespace
@@ -104,19 +127,19 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& o, const RankShard&
   }
   while (r.size_histogram.size() > 1 && r.size_histogram.back() == 0) r.size_histogram.pop_back();
   storage.BeginEpoch(0);  // with cold: evict the page cache now, outside the timing
-  Reader reader(storage, o.io.io_depth);
+  Reader reader(storage, o.io.io_depth, shard);
   if (before_read) before_read();
   const double cpu0 = CpuSeconds(), t0 = MonotonicSeconds();
-  reader.ReadAll(shard);
+  reader.ReadAll();
   r.seconds = MonotonicSeconds() - t0;
   const double cpu = CpuSeconds() - cpu0;
   r.bytes = reader.bytes();
   r.skipped = reader.skipped();
-  const uint64_t read = reader.latency().size();
+  std::vector<double> lat = reader.latency();
+  const uint64_t read = lat.size();
   r.files_per_second = r.seconds > 0 ? read / r.seconds : 0;
   r.bytes_per_second = r.seconds > 0 ? r.bytes / r.seconds : 0;
   r.cpu_seconds_per_file = read ? cpu / read : 0;
-  auto& lat = reader.latency();
   r.latency_p50 = Quantile(lat, 0.50);
   r.latency_p99 = Quantile(lat, 0.99);
   r.latency_p999 = Quantile(lat, 0.999);

@@ -126,7 +126,8 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   if (o.trials < 1 || o.trials > 1000) {
     throw BadInput(fmt::format("--trials {}: expected 1 to 1000", o.trials));
   }
-  if (o.dir.empty() && (o.cold || o.direct || o.io_depth != 64 || o.io_threads != 1)) {
+  if (o.dir.empty() && (o.cold || o.direct || o.io_depth != IoOptions{}.io_depth ||
+                        o.io_threads != IoOptions{}.io_threads)) {
     throw BadInput(
         "--cold, --direct, --io-depth and --io-threads measure a directory: give "
         "it with --dir DIR");

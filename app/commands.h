@@ -77,7 +77,7 @@ struct CalibrateCommandOptions {
   // profile for storage.profile).
   std::string dir;
   bool cold = false, direct = false;
-  uint32_t io_depth = 64, io_threads = 1;
+  uint32_t io_depth = IoOptions{}.io_depth, io_threads = IoOptions{}.io_threads;
 };
 int CalibrateCommand(const CalibrateCommandOptions& options);
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -434,6 +435,79 @@ TEST_F(DirectoryStorageTest, ShortReadsAreContinuedUntilTheWholeFileArrives) {
     EXPECT_TRUE(s.Verify(1, {buf.at(1), 30000}));
     std::filesystem::remove(path);
     std::ofstream(path, std::ios::binary) << bytes;
+  }
+}
+
+// A read submitted from a completion callback (as bench-dir chains its reads) runs on the
+// callback's own I/O thread, queued without a wake-up; and one submission larger than a
+// thread's depth is dealt out to every I/O thread. Both with io_uring and with pread.
+TEST_F(DirectoryStorageTest, CallbackReadsStayOnTheirThreadAndBatchesUseEveryThread) {
+  GenerateDataset({.dir = dir_.string(), .samples = 200, .size_mean = 4096, .classes = 1});
+  class Chain final : public ReadCallback {
+   public:
+    Chain(Storage& s, Buffers& buf) : s_(s), buf_(buf), by_(200), on_(200) {}
+    void OnReadComplete(const ReadRequest& r, int64_t result) override {
+      const uint64_t next = next_.fetch_add(1);
+      if (next < 200) {
+        by_[next] = std::this_thread::get_id();
+        const ReadRequest again{next, buf_.at(next), next};
+        s_.Submit({&again, 1}, this);
+      }
+      std::lock_guard lock(mu_);
+      on_[r.sample] = std::this_thread::get_id();
+      ok_ += result == static_cast<int64_t>(s_.SampleBytes(r.sample)) &&
+             s_.Verify(r.sample, {buf_.at(r.sample), s_.SampleBytes(r.sample)});
+      if (++done_ == 200) cv_.notify_one();
+    }
+    void Run() {
+      std::vector<ReadRequest> first;
+      for (uint64_t i = 0; i < 4; ++i) first.push_back({i, buf_.at(i), i});
+      next_ = 4;
+      s_.Submit(first, this);
+      std::unique_lock lock(mu_);
+      ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(30), [&] { return done_ == 200; }));
+    }
+    Storage& s_;
+    Buffers& buf_;
+    std::atomic<uint64_t> next_{0};
+    std::vector<std::thread::id> by_, on_;  // who submitted (chained reads), who completed
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int done_ = 0, ok_ = 0;
+  };
+  for (bool uring : {true, false}) {
+    SCOPED_TRACE(uring ? "io_uring" : "pread");
+    DirectoryStorage s({.dataset = {.path = dir_.string()},
+                        .io = {.io_depth = 8, .io_threads = 2},
+                        .quiet = true,
+                        .use_io_uring = uring});
+    Buffers buf(s, 200);
+    Chain chain(s, buf);
+    chain.Run();
+    EXPECT_EQ(chain.ok_, 200);
+    for (uint64_t i = 4; i < 200; ++i) ASSERT_EQ(chain.by_[i], chain.on_[i]) << "sample " << i;
+    // One submission of 200 files, 4 in flight per thread: both threads complete some.
+    std::vector<ReadRequest> reqs = buf.Requests(200);
+    Collector c;
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    class Where final : public ReadCallback {
+     public:
+      Where(Collector& c, std::mutex& mu, std::set<std::thread::id>& t) : c_(c), mu_(mu), t_(t) {}
+      void OnReadComplete(const ReadRequest& r, int64_t result) override {
+        {
+          std::lock_guard lock(mu_);
+          t_.insert(std::this_thread::get_id());
+        }
+        c_.OnReadComplete(r, result);
+      }
+      Collector& c_;
+      std::mutex& mu_;
+      std::set<std::thread::id>& t_;
+    } where(c, mu, threads);
+    s.Submit(reqs, &where);
+    c.WaitFor(200);
+    EXPECT_EQ(threads.size(), 2u);
   }
 }
 

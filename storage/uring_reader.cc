@@ -33,6 +33,10 @@ int64_t NowNs() {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
+// The I/O thread running on this thread, if any: a Submit() from inside a completion callback
+// goes straight to that thread's own queue (no lock, no wake-up).
+thread_local const void* tls_io_thread = nullptr;
+
 }  // namespace
 
 // One I/O thread: its own ring (or pread when io_uring is refused), its own queue.
@@ -65,7 +69,10 @@ class UringFileReader::IoThread {
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
-    thread_ = StartThread("an I/O thread", [this] { uring_ ? RunUring() : RunPread(); });
+    thread_ = StartThread("an I/O thread", [this] {
+      tls_io_thread = this;
+      uring_ ? RunUring() : RunPread();
+    });
   }
 
   ~IoThread() {
@@ -80,6 +87,14 @@ class UringFileReader::IoThread {
   bool uring() const { return uring_; }
   int uring_error() const { return ring_.error(); }
 
+  // True when called from this I/O thread itself (inside a completion callback).
+  bool IsCurrent() const { return tls_io_thread == this; }
+
+  // From this I/O thread only: queues without the lock; the loop takes it before it sleeps.
+  void SubmitFromCallback(std::span<const ReadRequest> requests, ReadCallback* cb) {
+    for (const ReadRequest& r : requests) local_.push_back({r, cb});
+  }
+
   void Submit(std::span<const ReadRequest> requests, ReadCallback* cb) {
     {
       std::lock_guard lock(mu_);
@@ -92,6 +107,9 @@ class UringFileReader::IoThread {
     {
       std::lock_guard lock(mu_);
       cancel_ = true;
+      // What is queued now is cancelled; what arrives after this runs.
+      for (const Item& it : incoming_) cancelled_.push_back(it);
+      incoming_.clear();
     }
     ring_.Wake();
   }
@@ -131,19 +149,24 @@ class UringFileReader::IoThread {
   // cancelled.
   bool TakeIncoming() {
     bool cancel = false;
+    std::vector<Item>& incoming = taken_;  // swapped, so both vectors keep their capacity
+    std::vector<Item> cancelled;
     {
       std::lock_guard lock(mu_);
-      for (const Item& it : incoming_) local_.push_back(it);
-      incoming_.clear();
+      incoming.swap(incoming_);
+      cancelled.swap(cancelled_);
       std::swap(cancel, cancel_);
     }
-    if (cancel) {
+    if (cancel) {  // everything taken before the cancel; `incoming` came after it
       for (const Item& it : local_) finished_.emplace_back(it, -ECANCELED);
+      for (const Item& it : cancelled) finished_.emplace_back(it, -ECANCELED);
       local_.clear();
       for (uint32_t i = 0; i < slots_.size(); ++i) {
         if (slots_[i].busy && uring_) Cancel(i, ECANCELED);
       }
     }
+    for (const Item& it : incoming) local_.push_back(it);
+    incoming.clear();
     std::lock_guard lock(mu_);
     return !(stop_ && local_.empty());
   }
@@ -310,6 +333,8 @@ class UringFileReader::IoThread {
       if (!TakeIncoming() && inflight == 0) break;
       inflight += Refill();
       RunCallbacks();  // failed opens of the plain-descriptor path land here
+      // A callback may have queued more (SubmitFromCallback): start it before sleeping.
+      if (!local_.empty() && !free_slots_.empty()) continue;
       const int rc = ring_.Wait(inflight > 0 ? ExpireDeadlines() : -1);
       if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
         std::fprintf(stderr, "stallscope: io_uring wait failed: %s\n", ErrnoText(-rc).c_str());
@@ -380,10 +405,12 @@ class UringFileReader::IoThread {
   std::mutex mu_;
   // Guarded by mu_.
   std::vector<Item> incoming_;
+  std::vector<Item> cancelled_;  // queued when CancelAll() came: to complete with -ECANCELED
   bool stop_ = false;
   bool cancel_ = false;  // CancelAll() asked
 
   // I/O thread only.
+  std::vector<Item> taken_;  // TakeIncoming's scratch
   std::deque<Item> local_;
   std::vector<std::pair<Item, int64_t>> finished_;  // completions whose callbacks are due
   std::vector<Slot> slots_;
@@ -395,6 +422,7 @@ class UringFileReader::IoThread {
 UringFileReader::UringFileReader(const FileReadSource& source, const Options& o) {
   const uint32_t n = std::max<uint32_t>(o.threads, 1);
   const uint32_t depth = std::max<uint32_t>(o.depth / n, 1);
+  depth_per_thread_ = depth;
   for (uint32_t i = 0; i < n; ++i) {
     threads_.push_back(
         std::make_unique<IoThread>(&source, depth, o.use_io_uring, o.direct, o.deadline));
@@ -406,9 +434,23 @@ UringFileReader::UringFileReader(const FileReadSource& source, const Options& o)
 UringFileReader::~UringFileReader() = default;
 
 void UringFileReader::Submit(std::span<const ReadRequest> requests, ReadCallback* callback) {
-  // Round-robin whole submissions (one batch's reads) over the I/O threads.
-  const uint64_t t = next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size();
-  threads_[t]->Submit(requests, callback);
+  // A read submitted by a completion callback stays on the callback's I/O thread: it is queued
+  // without a lock or a wake-up, and the thread's loop starts it before it next sleeps.
+  for (auto& t : threads_) {
+    if (t->IsCurrent()) {
+      t->SubmitFromCallback(requests, callback);
+      return;
+    }
+  }
+  // Otherwise a batch large enough to fill more than one thread is dealt out in equal parts,
+  // so every ring works on it; smaller submissions go round-robin whole.
+  const size_t n = threads_.size();
+  const size_t parts = std::min(n, std::max<size_t>(1, requests.size() / depth_per_thread_));
+  const uint64_t first = next_thread_.fetch_add(parts, std::memory_order_relaxed);
+  for (size_t k = 0; k < parts; ++k) {
+    const size_t begin = requests.size() * k / parts, end = requests.size() * (k + 1) / parts;
+    threads_[(first + k) % n]->Submit(requests.subspan(begin, end - begin), callback);
+  }
 }
 
 void UringFileReader::CancelAll() {

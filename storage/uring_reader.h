@@ -70,6 +70,7 @@ class UringFileReader {
   class IoThread;
   std::vector<std::unique_ptr<IoThread>> threads_;
   std::atomic<uint64_t> next_thread_{0};
+  uint32_t depth_per_thread_ = 1;
   bool uring_ok_ = false;
   int uring_error_ = 0;
 };

@@ -31,10 +31,13 @@ CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench) {
   bench_dir->add_flag("--cold", bench.storage.storage.cold,
                       "Evict the files from the page cache first");
   bench_dir->add_flag("--direct", bench.storage.storage.direct_io, "Read with O_DIRECT");
-  bench_dir->add_option("--io-depth", bench.storage.io.io_depth, "Files in flight")
+  bench_dir
+      ->add_option("--io-depth", bench.storage.io.io_depth,
+                   "Files in flight (default: 16 per default I/O thread, at least 64)")
       ->capture_default_str();
   bench_dir
-      ->add_option("--io-threads", bench.storage.io.io_threads, "I/O threads, one io_uring each")
+      ->add_option("--io-threads", bench.storage.io.io_threads,
+                   "I/O threads, one io_uring each (default: this host's cores, at most 16)")
       ->capture_default_str();
   bench_dir->add_option("--json", bench.json, "Write the result document to this file");
   bench_dir->add_flag("--quiet", bench.storage.quiet, "No notices");
