@@ -9,6 +9,11 @@ the DataLoader). stallscope runs `stallscope run` with a zero step time on the e
 device, so the loader alone sets the pace. Prints both rates (median of --repeat) and the
 ratio.
 
+The DataLoader is given its best arrangement on this host first (torch_dataloader.py
+--search: every arrangement timed on a subset, the fastest kept), and runs in the environment
+peer_env.py describes: this one's, less the BLAS variables known to slow it (--keep-env
+leaves them, to measure what they cost). The peer's environment is printed with the result.
+
     /usr/bin/python3 tools/compare/loader_compare.py DIR --mode jpeg [--workers 2] [--batch 256]
 """
 import argparse
@@ -19,6 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -44,13 +52,26 @@ run: {{epochs: {epochs + 1}, verify: false}}
     return statistics.mean(later)
 
 
-def torch_rate(d, mode, workers, batch, epochs):
+def torch_run(d, mode, workers, batch, epochs, keep_env, extra):
     cmd = [sys.executable, os.path.join(HERE, "torch_dataloader.py"), d, "--workers",
-           str(workers), "--batch", str(batch), "--epochs", str(epochs), "--repeat", "1"]
+           str(workers), "--batch", str(batch), "--epochs", str(epochs), "--repeat", "1"] + extra
     if mode == "jpeg":
         cmd.append("--jpeg")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(cmd, check=True, capture_output=True, text=True,
+                          env=peer_env.peer_env(keep_env)).stdout
+
+
+def torch_rate(d, mode, workers, batch, epochs, keep_env=False, arrangement=None):
+    extra = ["--arrangement", arrangement] if arrangement else []
+    out = torch_run(d, mode, workers, batch, epochs, keep_env, extra)
     return float(re.search(r"samples_per_second (\d+)", out).group(1))
+
+
+def torch_best_arrangement(d, mode, workers, batch, keep_env):
+    """Times every arrangement on a subset; returns the fastest and the printed lines."""
+    out = torch_run(d, mode, workers, batch, 1, keep_env, ["--search"])
+    lines = [l for l in out.splitlines() if l.startswith("arrangement ")]
+    return re.search(r"best_arrangement (\S+)", out).group(1), lines
 
 
 def main():
@@ -62,6 +83,9 @@ def main():
     ap.add_argument("--epochs", type=int, default=1, help="timed epochs per run")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stallscope", default=os.path.join(ROOT, "build/tools/stallscope"))
+    ap.add_argument("--keep-env", action="store_true",
+                    help="the DataLoader inherits every variable, the slowing ones included")
+    ap.add_argument("--arrangement", help="skip the search: the DataLoader arrangement to use")
     a = ap.parse_args()
     try:
         import torch  # noqa: F401
@@ -69,13 +93,22 @@ def main():
             import PIL  # noqa: F401
     except ImportError as e:
         sys.exit(f"loader_compare: {e.name} is missing (Debian: python3-torch, python3-pil)")
+    for line in peer_env.describe(a.keep_env):
+        print(line)
+    best = a.arrangement
+    if not best:
+        best, lines = torch_best_arrangement(a.dir, a.mode, a.workers, a.batch, a.keep_env)
+        print("DataLoader arrangements tried (one epoch over a subset each):")
+        for line in lines:
+            print("  " + line)
+    print(f"DataLoader arrangement used: {best}, pin_memory off, persistent workers")
     ours, theirs = [], []
     for _ in range(a.repeat):  # alternated, so drift on a shared machine hits both
         ours.append(stallscope_rate(a.stallscope, a.dir, a.mode, a.workers, a.batch, a.epochs))
-        theirs.append(torch_rate(a.dir, a.mode, a.workers, a.batch, a.epochs))
+        theirs.append(torch_rate(a.dir, a.mode, a.workers, a.batch, a.epochs, a.keep_env, best))
     o, t = statistics.median(ours), statistics.median(theirs)
     print(f"{a.dir}: mode {a.mode}, {a.workers} workers, batch {a.batch}, page-cached, "
-          f"median of {a.repeat}")
+          f"median of {a.repeat} alternated runs")
     print(f"  stallscope            {o:12,.0f} samples/s   (runs: {', '.join(f'{x:,.0f}' for x in ours)})")
     print(f"  PyTorch DataLoader    {t:12,.0f} samples/s   (runs: {', '.join(f'{x:,.0f}' for x in theirs)})")
     print(f"  ratio                 {o / t:12.2f}x")

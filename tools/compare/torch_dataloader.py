@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """The PyTorch DataLoader on a stallscope-gen directory: what most users run today.
 
-Same files, same worker count and batch size as tools/bench_pipeline's "bytes -> float"
-row: each sample is read whole and turned into float32 / 255. By default the workers return
-the bytes and the float conversion runs once per collated batch in the main process, the
-fastest arrangement we measured (27k samples/s against 18k for a per-sample conversion in
-the workers, --float-in-worker, on 2 cores). Prints "samples_per_second N" (median of
---repeat timed runs, after one warm-up epoch).
+Same files, same worker count and batch size as stallscope's loader: each sample is read whole
+and turned into float32 / 255 (or, with --jpeg, decoded with PIL and transformed as
+torchvision's Resize(256) + CenterCrop(224) + ToTensor() + Normalize(ImageNet mean, std) do,
+written out with PIL and torch so torchvision is not needed: stallscope's `preprocess:
+jpeg-decode`).
 
-With --jpeg each file is decoded with PIL and transformed as torchvision's
-Resize(256) + CenterCrop(224) + ToTensor() + Normalize(ImageNet mean, std) do (written out
-with PIL and torch, so torchvision is not needed): what stallscope's `preprocess:
-jpeg-decode` does. Everything runs in the workers, as with torchvision's transforms: that
-measured faster (421 samples/s, 2,000 images, 2 workers) than returning uint8 images and
-normalizing each batch in the main process (156 samples/s, --normalize-in-main).
+The DataLoader gets its best documented arrangement: pin_memory off (a CPU-only host: pinning
+only adds a copy), persistent workers, and of the arrangements below the fastest one found
+by --search on this host (each timed for one epoch over a subset; all are printed):
+  normalize: the float conversion per batch in the main process, with the main process's
+             torch threads left alone or set to 1 (so it does not compete with the workers
+             for the cores), or per sample in the workers; prefetch_factor 2 or 4.
+  jpeg:      everything in the workers (torchvision's arrangement), or uint8 from the workers
+             normalized per batch in the main process; prefetch_factor 2 or 4.
+DataLoader workers already run torch with one thread (torch sets it in every worker;
+peer_env.py measures it). Prints "samples_per_second N" (median of --repeat timed runs of
+--epochs epochs, after one warm-up epoch) and, with --search, "best_arrangement NAME".
 
     /usr/bin/python3 tools/compare/torch_dataloader.py DIR [--workers 2] [--batch 256] [--jpeg]
+        [--search | --arrangement NAME]
 """
 import argparse
 import os
+import re
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -51,7 +59,7 @@ def normalize_images(t):
 
 
 class Files(Dataset):
-    def __init__(self, root, float_in_worker, jpeg=False, normalize_in_main=False):
+    def __init__(self, root, float_in_worker, jpeg=False, normalize_in_main=False, limit=0):
         self.float_in_worker = float_in_worker
         self.jpeg = jpeg
         self.normalize_in_main = normalize_in_main
@@ -60,6 +68,8 @@ class Files(Dataset):
             for d, _, files in os.walk(root)
             for f in files
             if not f.startswith(".stallscope-gen"))
+        if limit:
+            self.paths = self.paths[:limit]
 
     def __len__(self):
         return len(self.paths)
@@ -73,37 +83,87 @@ class Files(Dataset):
         return t.float().div_(255.0) if self.float_in_worker else t
 
 
+# name -> (float or normalize in the workers, main-process torch threads 1, prefetch_factor)
+ARRANGEMENTS = {
+    "normalize": {
+        "float-in-main": (False, False, 4), "float-in-main,prefetch-2": (False, False, 2),
+        "float-in-main,main-threads-1": (False, True, 4),
+        "float-in-main,main-threads-1,prefetch-2": (False, True, 2),
+        "float-in-worker": (True, False, 4), "float-in-worker,prefetch-2": (True, False, 2),
+    },
+    "jpeg": {
+        "all-in-workers": (True, False, 4), "all-in-workers,prefetch-2": (True, False, 2),
+        "normalize-in-main": (False, False, 4),
+        "normalize-in-main,main-threads-1": (False, True, 4),
+    },
+}
+
+
+def timed_rates(root, mode, arrangement, workers, batch, epochs, repeat, limit=0):
+    """samples/s of `repeat` timed runs of `epochs` epochs each, after one warm-up epoch."""
+    in_worker, main_threads_1, prefetch = ARRANGEMENTS[mode][arrangement]
+    jpeg = mode == "jpeg"
+    if main_threads_1:
+        torch.set_num_threads(1)
+    ds = Files(root, in_worker and not jpeg, jpeg, jpeg and not in_worker, limit)
+    loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
+                        pin_memory=False, persistent_workers=workers > 0,
+                        prefetch_factor=prefetch if workers else None)
+    for _ in loader:  # warm-up: page cache, worker start-up
+        pass
+    rates = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = 0
+        for _ in range(epochs):
+            for b in loader:
+                if jpeg and not in_worker:
+                    b = normalize_images(b)
+                elif not jpeg and not in_worker:
+                    b = b.float().div_(255.0)
+                n += b.shape[0]
+        rates.append(n / (time.perf_counter() - t0))
+    del loader
+    return rates, len(ds)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--float-in-worker", action="store_true")
     ap.add_argument("--jpeg", action="store_true", help="PIL decode + crop + normalize")
-    ap.add_argument("--normalize-in-main", action="store_true",
-                    help="with --jpeg: workers return uint8, the main process normalizes")
+    ap.add_argument("--arrangement", help="one of the arrangements above (default: the first)")
+    ap.add_argument("--search", action="store_true",
+                    help="time every arrangement on --search-files files, run the fastest")
+    ap.add_argument("--search-files", type=int, default=0,
+                    help="files per search run (default 10,000; 1,000 with --jpeg)")
+    ap.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    ds = Files(a.dir, a.float_in_worker, a.jpeg, a.normalize_in_main)
-    loader = DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=a.workers,
-                        persistent_workers=a.workers > 0, prefetch_factor=4 if a.workers else None)
-    for _ in loader:  # warm-up: page cache, worker start-up
-        pass
-    rates = []
-    for _ in range(a.repeat):
-        t0 = time.perf_counter()
-        n = 0
-        for _ in range(a.epochs):
-            for batch in loader:
-                if a.jpeg:
-                    if a.normalize_in_main:
-                        batch = normalize_images(batch)
-                elif not a.float_in_worker:
-                    batch = batch.float().div_(255.0)
-                n += batch.shape[0]
-        rates.append(n / (time.perf_counter() - t0))
-    print(f"files {len(ds)} workers {a.workers} batch {a.batch}")
+    mode = "jpeg" if a.jpeg else "normalize"
+    names = list(ARRANGEMENTS[mode])
+    best = a.arrangement or names[0]
+    if best not in ARRANGEMENTS[mode]:
+        sys.exit(f"torch_dataloader: --arrangement {best}: expected one of {', '.join(names)}")
+    if a.search:
+        limit = a.search_files or (1000 if a.jpeg else 10000)
+        found = {}
+        for name in names:  # each in its own process: set_num_threads is process-wide
+            out = subprocess.run(
+                [sys.executable, __file__, a.dir, "--workers", str(a.workers), "--batch",
+                 str(a.batch), "--epochs", "1", "--repeat", "1", "--arrangement", name,
+                 "--limit", str(limit)] + (["--jpeg"] if a.jpeg else []),
+                check=True, capture_output=True, text=True).stdout
+            found[name] = float(re.search(r"samples_per_second (\d+)", out).group(1))
+            print(f"arrangement {name:42s} {found[name]:10,.0f} samples/s ({limit} files)")
+        best = max(found, key=found.get)
+        print(f"best_arrangement {best}")
+    rates, files = timed_rates(a.dir, mode, best, a.workers, a.batch, a.epochs, a.repeat,
+                               a.limit)
+    print(f"files {files} workers {a.workers} batch {a.batch} arrangement {best}")
     print(f"samples_per_second {statistics.median(rates):.0f}")
 
 

@@ -1,0 +1,79 @@
+"""The environment a peer (the PyTorch DataLoader, fio) runs in: recorded, and cleaned of what
+is known to slow it, for the peer's process only.
+
+Some machines of this kind export BLAS tuning variables that force a CPU type or a cache size
+(OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE; NVPL_BLAS_DEBUG_CPU_TYPE for NVIDIA's NVPL BLAS). A
+wrong core type or L2 size makes OpenBLAS pick kernels or blockings meant for another CPU,
+which can slow numpy and torch. `peer_env()` returns the environment the
+peer gets: this process's own, without those variables. `describe()` measures what the peer
+then sees: torch's version and BLAS, its threads in the main process and in a DataLoader
+worker (asked inside a worker, not assumed), the CPU model and the cores; and names the
+variables removed and those kept that could matter (OMP_*, MKL_*, ...).
+"""
+import os
+import subprocess
+import sys
+
+# Cleared for the peer: each forces a choice the library would otherwise make from the CPU.
+SLOWING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NVPL_BLAS_DEBUG_CPU_TYPE")
+# Kept but recorded: they set thread counts and other knobs the peer reads.
+NOTED_PREFIXES = ("OPENBLAS_", "GOTO", "OMP_", "MKL_", "NVPL_", "BLIS_", "KMP_")
+
+PROBE = r"""
+import json, os, torch
+from torch.utils.data import DataLoader, Dataset
+class Threads(Dataset):
+    def __len__(self): return 1
+    def __getitem__(self, i): return torch.get_num_threads()
+info = {"torch": torch.__version__, "main_threads": torch.get_num_threads()}
+cfg = torch.__config__.show()
+info["blas"] = next((l.split("=", 1)[1].strip() for l in cfg.splitlines()
+                     if "BLAS_INFO" in l), "unknown")
+info["worker_threads"] = int(next(iter(DataLoader(Threads(), num_workers=1)))[0])
+try:
+    import PIL
+    info["pil"] = PIL.__version__
+except ImportError:
+    info["pil"] = None
+print(json.dumps(info))
+"""
+
+
+def peer_env(keep=False):
+    """The peer process's environment: this one's, less the SLOWING variables (unless keep)."""
+    env = dict(os.environ)
+    if not keep:
+        for k in SLOWING:
+            env.pop(k, None)
+    return env
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def describe(keep=False):
+    """Lines describing the peer's environment (measured in a child with that environment)."""
+    import json
+    out = subprocess.run([sys.executable, "-c", PROBE], env=peer_env(keep), check=True,
+                         capture_output=True, text=True).stdout
+    info = json.loads(out.strip().splitlines()[-1])
+    removed = [f"{k}={os.environ[k]}" for k in SLOWING if k in os.environ and not keep]
+    noted = sorted(f"{k}={v}" for k, v in os.environ.items()
+                   if k.startswith(NOTED_PREFIXES) and (keep or k not in SLOWING))
+    return [
+        f"peer: torch {info['torch']} (BLAS {info['blas']}), PIL {info['pil'] or 'absent'}, "
+        f"python {sys.version.split()[0]}; torch threads: {info['main_threads']} in the main "
+        f"process, {info['worker_threads']} per DataLoader worker (measured in a worker)",
+        f"host: {cpu_model()}, {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable",
+        "peer env removed: " + (", ".join(removed) if removed else "nothing (none was set)")
+        + ("" if not keep else " (--keep-env: the peer inherits everything)"),
+        "peer env kept: " + (", ".join(noted) if noted else "no BLAS/OpenMP variable"),
+    ]
