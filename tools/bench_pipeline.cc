@@ -80,18 +80,23 @@ double Measure(Storage& storage, const Options& o, const std::string& preprocess
   return Median(rates);
 }
 
-// Runs the PyTorch DataLoader script; returns its samples/s, or 0 when torch is missing.
+// Runs the PyTorch DataLoader script in its best arrangement (--search) and the environment
+// peer_env.py gives it (printed); returns its samples/s, or 0 when torch is missing.
 double MeasureTorch(const Options& o) {
-  const std::string script =
-      std::filesystem::path(__FILE__).parent_path() / "compare/torch_dataloader.py";
+  const std::filesystem::path compare = std::filesystem::path(__FILE__).parent_path() / "compare";
   const std::string cmd = fmt::format(
-      "/usr/bin/python3 {} {} --workers {} --batch {} --epochs {} --repeat {} 2>/dev/null", script,
-      o.dir, o.workers, o.batch, std::max<uint32_t>(o.epochs / 2, 1), o.repeat);
+      "/usr/bin/python3 {} -- /usr/bin/python3 {} {} --workers {} --batch {} --epochs {} "
+      "--repeat {} --search 2>/dev/null",
+      (compare / "peer_env.py").string(), (compare / "torch_dataloader.py").string(), o.dir,
+      o.workers, o.batch, std::max<uint32_t>(o.epochs / 2, 1), o.repeat);
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return 0;
-  char line[256];
+  char line[4096];
   double rate = 0;
-  while (std::fgets(line, sizeof line, p)) std::sscanf(line, "samples_per_second %lf", &rate);
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "samples_per_second %lf", &rate) == 1) continue;
+    std::printf("   %s", line);  // the peer's environment and the arrangements tried
+  }
   pclose(p);
   return rate;
 }

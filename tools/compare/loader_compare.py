@@ -98,7 +98,7 @@ def main():
     best = a.arrangement
     if not best:
         best, lines = torch_best_arrangement(a.dir, a.mode, a.workers, a.batch, a.keep_env)
-        print("DataLoader arrangements tried (one epoch over a subset each):")
+        print("DataLoader arrangements tried (one timed epoch each, after a warm-up epoch):")
         for line in lines:
             print("  " + line)
     print(f"DataLoader arrangement used: {best}, pin_memory off, persistent workers")

@@ -26,9 +26,14 @@ class Threads(Dataset):
     def __len__(self): return 1
     def __getitem__(self, i): return torch.get_num_threads()
 info = {"torch": torch.__version__, "main_threads": torch.get_num_threads()}
-cfg = torch.__config__.show()
-info["blas"] = next((l.split("=", 1)[1].strip() for l in cfg.splitlines()
-                     if "BLAS_INFO" in l), "unknown")
+import re
+m = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+info["blas"] = m.group(1) if m else "unknown"
+par = torch.__config__.parallel_info()
+m = re.search(r"parallel backend: *(\S+)", par)
+o = re.search(r"omp_get_max_threads\(\) *: *(\d+)", par)
+info["parallel"] = (f"{m.group(1) if m else 'unknown'} backend, "
+                    f"omp_get_max_threads {o.group(1) if o else 'n/a'}")
 info["worker_threads"] = int(next(iter(DataLoader(Threads(), num_workers=1)))[0])
 try:
     import PIL
@@ -69,7 +74,8 @@ def describe(keep=False):
     noted = sorted(f"{k}={v}" for k, v in os.environ.items()
                    if k.startswith(NOTED_PREFIXES) and (keep or k not in SLOWING))
     return [
-        f"peer: torch {info['torch']} (BLAS {info['blas']}), PIL {info['pil'] or 'absent'}, "
+        f"peer: torch {info['torch']} (BLAS {info['blas']}; {info['parallel']}), "
+        f"PIL {info['pil'] or 'absent'}, "
         f"python {sys.version.split()[0]}; torch threads: {info['main_threads']} in the main "
         f"process, {info['worker_threads']} per DataLoader worker (measured in a worker)",
         f"host: {cpu_model()}, {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable",
@@ -77,3 +83,20 @@ def describe(keep=False):
         + ("" if not keep else " (--keep-env: the peer inherits everything)"),
         "peer env kept: " + (", ".join(noted) if noted else "no BLAS/OpenMP variable"),
     ]
+
+
+def main():
+    """peer_env.py [--keep-env] -- COMMAND...: prints the peer's environment (describe()),
+    then runs COMMAND in it; exits with COMMAND's status."""
+    args = sys.argv[1:]
+    keep = "--keep-env" in args[: args.index("--")] if "--" in args else False
+    if "--" not in args or args.index("--") == len(args) - 1:
+        sys.exit("usage: peer_env.py [--keep-env] -- COMMAND [ARG...]")
+    for line in describe(keep):
+        print(line, flush=True)
+    cmd = args[args.index("--") + 1:]
+    sys.exit(subprocess.run(cmd, env=peer_env(keep)).returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,8 +11,8 @@ The DataLoader gets its best documented arrangement: pin_memory off (a CPU-only 
 only adds a copy), persistent workers, and of the arrangements below the fastest one found
 by --search on this host (each timed for one epoch over a subset; all are printed):
   normalize: the float conversion per batch in the main process, with the main process's
-             torch threads left alone or set to 1 (so it does not compete with the workers
-             for the cores), or per sample in the workers; prefetch_factor 2 or 4.
+             torch threads left alone, set to 1 (not competing with the workers for the
+             cores) or to every core, or per sample in the workers; prefetch_factor 2 or 4.
   jpeg:      everything in the workers (torchvision's arrangement), or uint8 from the workers
              normalized per batch in the main process; prefetch_factor 2 or 4.
 DataLoader workers already run torch with one thread (torch sets it in every worker;
@@ -83,28 +83,29 @@ class Files(Dataset):
         return t.float().div_(255.0) if self.float_in_worker else t
 
 
-# name -> (float or normalize in the workers, main-process torch threads 1, prefetch_factor)
+# name -> (float or normalize in the workers, main-process torch threads (None: torch's
+# default; "all": every core), prefetch_factor)
 ARRANGEMENTS = {
     "normalize": {
-        "float-in-main": (False, False, 4), "float-in-main,prefetch-2": (False, False, 2),
-        "float-in-main,main-threads-1": (False, True, 4),
-        "float-in-main,main-threads-1,prefetch-2": (False, True, 2),
-        "float-in-worker": (True, False, 4), "float-in-worker,prefetch-2": (True, False, 2),
+        "float-in-main": (False, None, 4), "float-in-main,prefetch-2": (False, None, 2),
+        "float-in-main,main-threads-1": (False, 1, 4),
+        "float-in-main,main-threads-all": (False, "all", 4),
+        "float-in-worker": (True, None, 4), "float-in-worker,prefetch-2": (True, None, 2),
     },
     "jpeg": {
-        "all-in-workers": (True, False, 4), "all-in-workers,prefetch-2": (True, False, 2),
-        "normalize-in-main": (False, False, 4),
-        "normalize-in-main,main-threads-1": (False, True, 4),
+        "all-in-workers": (True, None, 4), "all-in-workers,prefetch-2": (True, None, 2),
+        "normalize-in-main": (False, None, 4),
+        "normalize-in-main,main-threads-all": (False, "all", 4),
     },
 }
 
 
 def timed_rates(root, mode, arrangement, workers, batch, epochs, repeat, limit=0):
     """samples/s of `repeat` timed runs of `epochs` epochs each, after one warm-up epoch."""
-    in_worker, main_threads_1, prefetch = ARRANGEMENTS[mode][arrangement]
+    in_worker, main_threads, prefetch = ARRANGEMENTS[mode][arrangement]
     jpeg = mode == "jpeg"
-    if main_threads_1:
-        torch.set_num_threads(1)
+    if main_threads is not None:
+        torch.set_num_threads(os.cpu_count() if main_threads == "all" else main_threads)
     ds = Files(root, in_worker and not jpeg, jpeg, jpeg and not in_worker, limit)
     loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                         pin_memory=False, persistent_workers=workers > 0,
@@ -138,9 +139,9 @@ def main():
     ap.add_argument("--jpeg", action="store_true", help="PIL decode + crop + normalize")
     ap.add_argument("--arrangement", help="one of the arrangements above (default: the first)")
     ap.add_argument("--search", action="store_true",
-                    help="time every arrangement on --search-files files, run the fastest")
+                    help="time every arrangement for one epoch, run the fastest")
     ap.add_argument("--search-files", type=int, default=0,
-                    help="files per search run (default 10,000; 1,000 with --jpeg)")
+                    help="files per search epoch (default: every file; 2,000 with --jpeg)")
     ap.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
     mode = "jpeg" if a.jpeg else "normalize"
@@ -149,7 +150,7 @@ def main():
     if best not in ARRANGEMENTS[mode]:
         sys.exit(f"torch_dataloader: --arrangement {best}: expected one of {', '.join(names)}")
     if a.search:
-        limit = a.search_files or (1000 if a.jpeg else 10000)
+        limit = a.search_files or (2000 if a.jpeg else 0)
         found = {}
         for name in names:  # each in its own process: set_num_threads is process-wide
             out = subprocess.run(
@@ -158,7 +159,8 @@ def main():
                  "--limit", str(limit)] + (["--jpeg"] if a.jpeg else []),
                 check=True, capture_output=True, text=True).stdout
             found[name] = float(re.search(r"samples_per_second (\d+)", out).group(1))
-            print(f"arrangement {name:42s} {found[name]:10,.0f} samples/s ({limit} files)")
+            print(f"arrangement {name:42s} {found[name]:10,.0f} samples/s "
+                  f"({limit or 'all'} files)")
         best = max(found, key=found.get)
         print(f"best_arrangement {best}")
     rates, files = timed_rates(a.dir, mode, best, a.workers, a.batch, a.epochs, a.repeat,
