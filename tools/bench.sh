@@ -26,4 +26,4 @@ STALLSCOPE=$S "$ROOT/tools/compare/fio_compare.sh" "$W/big" 1M 64 3
 echo "== 2. small files, page-cached, bytes -> float: stallscope vs PyTorch DataLoader"
 /usr/bin/python3 "$ROOT/tools/compare/loader_compare.py" "$W/small" --mode normalize --stallscope "$S"
 echo "== 3. JPEG decode + crop + normalize: stallscope vs PyTorch DataLoader (PIL)"
-/usr/bin/python3 "$ROOT/tools/compare/loader_compare.py" "$W/jpeg" --mode jpeg --repeat 1 --stallscope "$S"
+/usr/bin/python3 "$ROOT/tools/compare/loader_compare.py" "$W/jpeg" --mode jpeg --repeat 3 --stallscope "$S"
