@@ -511,6 +511,34 @@ TEST_F(DirectoryStorageTest, CallbackReadsStayOnTheirThreadAndBatchesUseEveryThr
   }
 }
 
+// io_depth 1 is one read at a time even with more I/O threads than that (io_threads defaults
+// to the cores): a read submitted behind a hung one waits for it, whichever thread is free.
+TEST_F(DirectoryStorageTest, DepthOneReadsOneFileAtATimeWhateverTheThreads) {
+  GenerateDataset({.dir = dir_.string(), .samples = 2, .size_mean = 4096, .classes = 1});
+  DirectoryStorage s(
+      {.dataset = {.path = dir_.string()}, .io = {.io_depth = 1, .io_threads = 4}, .quiet = true});
+  const std::string fifo = (dir_ / "class_000/sample_0000001.bin").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int wfd = open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // the read hangs until we write
+  Buffers buf(s, 2);
+  std::vector<ReadRequest> hung = {{1, buf.at(1), 1}}, next = {{0, buf.at(0), 0}};
+  Collector c;
+  s.Submit(hung, &c);
+  s.Submit(next, &c);  // a separate submission: another thread's turn in the round-robin
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    std::lock_guard lock(c.mu());
+    EXPECT_TRUE(c.results.empty()) << "a second read ran beside the hung one";
+  }
+  const std::string bytes(4096, 'x');
+  ASSERT_EQ(write(wfd, bytes.data(), bytes.size()), 4096);
+  c.WaitFor(2);
+  EXPECT_EQ(c.results[0].tag, 1u);
+  EXPECT_EQ(c.results[1].tag, 0u);
+  close(wfd);
+}
+
 // CancelReads() (Ctrl-C) ends a hung read at once, with ECANCELED, when there is no deadline;
 // reads submitted afterwards run as usual.
 TEST_F(DirectoryStorageTest, CancelReadsEndsAHungReadAtOnce) {

@@ -420,7 +420,9 @@ class UringFileReader::IoThread {
 };
 
 UringFileReader::UringFileReader(const FileReadSource& source, const Options& o) {
-  const uint32_t n = std::max<uint32_t>(o.threads, 1);
+  // Never more threads than files in flight: io_depth 1 means one read at a time, whatever
+  // the (per-core) thread default.
+  const uint32_t n = std::clamp<uint32_t>(o.threads, 1, std::max<uint32_t>(o.depth, 1));
   const uint32_t depth = std::max<uint32_t>(o.depth / n, 1);
   depth_per_thread_ = depth;
   for (uint32_t i = 0; i < n; ++i) {

@@ -1,6 +1,7 @@
 // UringFileReader: reads whole files, named by key, through io_uring I/O threads.
 //
-// Each of `threads` I/O threads owns one ring of `depth / threads` files in flight. A file
+// Each of `threads` I/O threads (at most `depth` of them) owns one ring of `depth / threads`
+// files in flight. A file
 // costs two linked SQEs: OPENAT into a registered (direct) file slot, then READ from that
 // slot; the next open into the slot replaces the file, so there is no close syscall, and a
 // whole batch of opens and reads reaches the kernel in one io_uring_enter. Short reads and
