@@ -10,7 +10,7 @@ device, so the loader alone sets the pace. Prints both rates (median of --repeat
 ratio.
 
 The DataLoader is given its best arrangement on this host first (torch_dataloader.py
---search: every arrangement timed on a subset, the fastest kept), and runs in the environment
+--search: every arrangement timed for one epoch, the fastest kept), and runs in the environment
 peer_env.py describes: this one's, less the BLAS variables known to slow it (--keep-env
 leaves them, to measure what they cost). The peer's environment is printed with the result.
 
@@ -68,7 +68,7 @@ def torch_rate(d, mode, workers, batch, epochs, keep_env=False, arrangement=None
 
 
 def torch_best_arrangement(d, mode, workers, batch, keep_env):
-    """Times every arrangement on a subset; returns the fastest and the printed lines."""
+    """Times every arrangement for one epoch; returns the fastest and the printed lines."""
     out = torch_run(d, mode, workers, batch, 1, keep_env, ["--search"])
     lines = [l for l in out.splitlines() if l.startswith("arrangement ")]
     return re.search(r"best_arrangement (\S+)", out).group(1), lines

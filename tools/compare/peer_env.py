@@ -20,7 +20,7 @@ SLOWING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NVPL_BLAS_DEBUG_CPU_TYPE")
 NOTED_PREFIXES = ("OPENBLAS_", "GOTO", "OMP_", "MKL_", "NVPL_", "BLIS_", "KMP_")
 
 PROBE = r"""
-import json, os, torch
+import json, torch
 from torch.utils.data import DataLoader, Dataset
 class Threads(Dataset):
     def __len__(self): return 1

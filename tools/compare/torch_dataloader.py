@@ -9,7 +9,8 @@ jpeg-decode`).
 
 The DataLoader gets its best documented arrangement: pin_memory off (a CPU-only host: pinning
 only adds a copy), persistent workers, and of the arrangements below the fastest one found
-by --search on this host (each timed for one epoch over a subset; all are printed):
+by --search on this host (each timed for one epoch, after a warm-up epoch, over every file,
+or 2,000 of them with --jpeg; all are printed):
   normalize: the float conversion per batch in the main process, with the main process's
              torch threads left alone, set to 1 (not competing with the workers for the
              cores) or to every core, or per sample in the workers; prefetch_factor 2 or 4.
