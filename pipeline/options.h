@@ -35,7 +35,7 @@ constexpr NameTable<OnError, 3> kOnErrorNames = {
 
 struct PreprocessOptions {
   PreprocessKind kind = PreprocessKind::kNormalize;
-  double cost = 0;            // seconds of extra real CPU work per sample
+  double cost = 0;            // seconds of extra real CPU work per sample (thread CPU time)
   uint32_t image_size = 224;  // jpeg-decode: output side in pixels (8 to 4096)
 
   bool operator==(const PreprocessOptions&) const = default;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/clock.h"
+
 namespace stallscope {
 namespace {
 
@@ -94,14 +96,19 @@ CpuBurner::CpuBurner() {
 
 uint64_t CpuBurner::Burn(double seconds, uint64_t salt, const std::atomic<bool>* cancel) const {
   if (seconds <= 0) return 0;
-  // In slices of about 1 ms, so that a stop request is seen within one: a cost of minutes per
-  // sample must not hold a run's stop (issue #21).
-  const uint64_t slice = std::max<uint64_t>(static_cast<uint64_t>(rate_ * 1e-3), 1);
-  uint64_t left = static_cast<uint64_t>(seconds * rate_), x = salt | 1;
-  while (left > 0 && !(cancel && cancel->load(std::memory_order_relaxed))) {
-    const uint64_t n = std::min(left, slice);
-    x = Chain(x, n);
-    left -= n;
+  // Until this thread has used `seconds` of CPU time (its own clock, not an iteration count
+  // from the calibration): the calibration is a few ms at process start and moved 5-8% between
+  // processes on a host whose clock speed changes, and the simulator's measured host then
+  // disagreed with the ranks' burns (CI, 2026-12-02: 3.6 pp on a cost-bound straggler).
+  // The slices aim at what is left, at most ~1 ms each, so that a stop request is seen within
+  // one: a cost of minutes per sample must not hold a run's stop (issue #21).
+  const double end = ThreadCpuSeconds() + seconds;
+  const double most = std::max(rate_ * 1e-3, 1.0);
+  uint64_t x = salt | 1;
+  while (!(cancel && cancel->load(std::memory_order_relaxed))) {
+    const double left = (end - ThreadCpuSeconds()) * rate_;  // iterations
+    if (left < 1) break;
+    x = Chain(x, static_cast<uint64_t>(std::min(left, most)));
   }
   return x;
 }

@@ -38,8 +38,11 @@ class CpuBurner {
  public:
   // Measures this machine's speed on the hash chain (takes ~20 ms).
   CpuBurner();
-  // Runs about `seconds` of computation on one core; returns a value that depends on it.
-  // Returns early (within about 1 ms) once `cancel` is set.
+  // With a given speed in chain iterations per second (tests: a calibration that is off).
+  explicit CpuBurner(double iterations_per_second) : rate_(iterations_per_second) {}
+  // Computes until the calling thread has used `seconds` of CPU time (CLOCK_THREAD_CPUTIME_ID:
+  // time preempted does not count); returns a value that depends on the work. Returns early
+  // (within about 1 ms) once `cancel` is set.
   uint64_t Burn(double seconds, uint64_t salt, const std::atomic<bool>* cancel = nullptr) const;
   double iterations_per_second() const { return rate_; }
 

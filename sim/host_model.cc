@@ -38,8 +38,9 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// How long 1 ms of loader.preprocess.cost takes: the median of `runs` (a preempted run must
-// not set the rate).
+// How long (wall) 1 ms of loader.preprocess.cost takes: the median of `runs` (a preempted run
+// must not set the rate). The cost is the thread's CPU time (CpuBurner), so this is 1 plus the
+// burner's clock reads, more where the host steals the core.
 double BurnFactor(int runs, int salt) {
   const CpuBurner& burner = CpuBurner::Get();
   volatile uint64_t sink = 0;
@@ -52,8 +53,9 @@ double BurnFactor(int runs, int salt) {
   return Median(t) / 1e-3;
 }
 
-// The same with every core burning at once: virtual cores that share a physical one (or a
-// busy host) run slower together than alone.
+// The same with every core burning at once: a busy host (other processes, steal) stretches
+// CPU time into more wall time. (Virtual cores that share a physical one no longer slow the
+// cost: it is CPU time, however fast the core runs.)
 double BusyBurnFactor(uint32_t cores, double alone) {
   if (cores <= 1) return alone;
   std::vector<double> each(cores, 0);

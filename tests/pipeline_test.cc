@@ -3,6 +3,7 @@
 // of what the GPU consumes; the idle fraction then follows from arithmetic.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "pipeline/preprocess.h"
 #include "storage/content.h"
 #include "storage/generate.h"
@@ -264,6 +266,34 @@ run: {epochs: 1, warmup_steps: 10}
 
 namespace stallscope {
 namespace {
+
+// loader.preprocess.cost is CPU time of the worker thread, whatever the calibration says: a
+// burner whose speed is taken as half or twice the measured one still burns 20 ms of the
+// thread's CPU clock (an iteration count from the calibration burned 10 or 40), and so does
+// one preempted by a busy thread on every core.
+TEST(Preprocess, CostIsTheWorkerThreadsCpuTimeWhateverTheCalibration) {
+  const double rate = CpuBurner::Get().iterations_per_second();
+  const auto cpu_of_burn = [](const CpuBurner& b) {
+    const double t0 = ThreadCpuSeconds();
+    volatile uint64_t sink = b.Burn(0.02, 7);
+    (void)sink;
+    return ThreadCpuSeconds() - t0;
+  };
+  for (const double f : {0.5, 1.0, 2.0}) {
+    EXPECT_NEAR(cpu_of_burn(CpuBurner(rate * f)), 0.02, 0.002) << "calibration x" << f;
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) {
+    hogs.emplace_back([&stop] { CpuBurner::Get().Burn(60, 1, &stop); });
+  }
+  const double wall0 = MonotonicSeconds();
+  const double cpu = cpu_of_burn(CpuBurner::Get());
+  const double wall = MonotonicSeconds() - wall0;
+  stop = true;
+  for (auto& t : hogs) t.join();
+  EXPECT_NEAR(cpu, 0.02, 0.002) << "beside busy threads, wall " << wall;
+}
 
 // jpeg-decode is torchvision's Resize(256) + CenterCrop(224) + ToTensor + Normalize: a flat
 // colour comes back as (v / 255 − mean) / std in every pixel of every channel plane, at the
