@@ -100,10 +100,12 @@ uint64_t CpuBurner::Burn(double seconds, uint64_t salt, const std::atomic<bool>*
   // from the calibration): the calibration is a few ms at process start and moved 5-8% between
   // processes on a host whose clock speed changes, and the simulator's measured host then
   // disagreed with the ranks' burns (CI, 2026-12-02: 3.6 pp on a cost-bound straggler).
-  // The slices aim at what is left, at most ~1 ms each, so that a stop request is seen within
-  // one: a cost of minutes per sample must not hold a run's stop (issue #21).
+  // The slices aim at what is left, at most ~100 us each: a calibration a few % fast then
+  // overshoots by a few us, not by a few % (1 ms slices burned 1 ms of cost in 1.03-1.06 ms of
+  // CPU here), and a stop request is seen within one slice: a cost of minutes per sample must
+  // not hold a run's stop (issue #21).
   const double end = ThreadCpuSeconds() + seconds;
-  const double most = std::max(rate_ * 1e-3, 1.0);
+  const double most = std::max(rate_ * 1e-4, 1.0);
   uint64_t x = salt | 1;
   while (!(cancel && cancel->load(std::memory_order_relaxed))) {
     const double left = (end - ThreadCpuSeconds()) * rate_;  // iterations
