@@ -42,7 +42,7 @@ class CpuBurner {
   explicit CpuBurner(double iterations_per_second) : rate_(iterations_per_second) {}
   // Computes until the calling thread has used `seconds` of CPU time (CLOCK_THREAD_CPUTIME_ID:
   // time preempted does not count); returns a value that depends on the work. Returns early
-  // (within about 1 ms) once `cancel` is set.
+  // (within about 0.1 ms of work) once `cancel` is set.
   uint64_t Burn(double seconds, uint64_t salt, const std::atomic<bool>* cancel = nullptr) const;
   double iterations_per_second() const { return rate_; }
 
