@@ -262,7 +262,7 @@ TEST_F(MultiRank, ARankKilledMidRunEndsTheJobNamingTheRank) {
 TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   // Under ASan+UBSan on a fresh clone (2026-12-03, this VM) rank 0 wrote no partial result
   // twice in a row, with 10 s and with 30 s of grace before Open MPI's SIGKILL; not yet
-  // understood (README, Status). The normal build checks it.
+  // understood (README, after the 2026-12-03 validation numbers). The normal build checks it.
   if (testing::kSanitized) GTEST_SKIP() << "sanitized: rank 0's partial result not written";
   std::string yaml = kTwoRanks;
   yaml.replace(yaml.find("epochs: 2"), 9, "epochs: 500");
