@@ -255,7 +255,13 @@ void Pipeline::DeviceLoop() {
       db.row_bytes = plan_.staged_stride;
       db.rows_are_floats = plan_.normalize;
       const StepTiming t = device_.Step(static_cast<int>(b % 2), db, earliest);
-      if (interrupted_ && MonotonicSeconds() < t.end) break;  // cut short by the stop
+      if (interrupted_ && MonotonicSeconds() < t.end) {  // cut short by the stop
+        // The peers step on to the next barrier unless told: tell them there, then leave.
+        if (options_.step_sync && b + 1 < plan_.total_batches) {
+          options_.step_sync->Arrive(b + 1, StepSync::kStopping);
+        }
+        break;
+      }
       r.step_start = t.start;
       r.step_end = t.end;
       r.step_busy = t.busy;

@@ -261,6 +261,50 @@ run: {epochs: 1, warmup_steps: 10}
                BadInput);
 }
 
+// A multi-rank run stopped mid-step (Ctrl-C on mpirun reaches each rank a little apart): the
+// stopped rank tells the others at the next step barrier before it leaves the step loop. A
+// rank that left without it would leave a peer waiting at that barrier for ever (no partial
+// result from rank 0: its peer never reaches the gather). The test's StepSync stands for
+// the peer; the stop comes 60 ms into the 300 ms step after the barrier of step 2.
+TEST(Run, ARankStoppedMidStepTellsItsPeersAtTheNextBarrier) {
+  struct Peer final : StepSync {
+    uint32_t Arrive(uint64_t step, uint32_t flags) override {
+      arrived.emplace_back(step, flags);
+      if (step == 2) {
+        stopper = std::thread([this] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(60));
+          pipeline->RequestStop();
+        });
+      }
+      return flags;
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> arrived;
+    Pipeline* pipeline = nullptr;
+    std::thread stopper;
+  } peer;
+  const Scenario s = testing::ScenarioFromYaml(R"(
+dataset: {samples: 400, sample_size: 1KiB}
+storage: {kind: memory}
+loader: {batch_size: 10, preprocess: none}
+gpu: {step_time: 300ms}
+run: {epochs: 1}
+)");
+  auto storage = MakeStorage(s, /*quiet=*/true);
+  EmulatedDevice device(s.gpu.step_time);
+  RunHooks hooks{.quiet = true};
+  hooks.step_sync = &peer;
+  hooks.on_start = [&](const Scenario&, const Storage&, const Cache&, Pipeline& p) {
+    peer.pipeline = &p;
+  };
+  const VariantResult v = RunVariant(s, *storage, device, hooks);
+  peer.stopper.join();
+  EXPECT_TRUE(v.partial);
+  ASSERT_EQ(peer.arrived.size(), 4u) << "one barrier per step started, and the one that stops";
+  for (uint64_t b = 0; b < 4; ++b) EXPECT_EQ(peer.arrived[b].first, b);
+  EXPECT_EQ(peer.arrived[2].second & StepSync::kStopping, 0u);
+  EXPECT_NE(peer.arrived[3].second & StepSync::kStopping, 0u) << "the peers were not told";
+}
+
 }  // namespace
 }  // namespace stallscope
 
