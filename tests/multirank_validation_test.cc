@@ -81,41 +81,20 @@ DiskRead MeasureDiskTier(const TierOptions& tier, const IoOptions& io, uint32_t 
 class MultiRankValidation : public Cli {
  protected:
   // Runs every variant of `file` with `sets` as a 2-rank job in `layout`, then simulates
-  // each, and compares. A job with a comparison outside its tolerance is measured once more,
-  // and the first attempt's miss is printed and counted (as the 1 x 1 validation does): on
-  // this shared 2-core VM one job in five or so ran 5-10 pp slow throughout, `cached`
-  // included, with the host measured normal before and after it (2026-12-02).
-  void Compare(const std::string& file, const std::vector<std::string>& sets,
-               const Layout& layout) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      const bool final = attempt == 1 || !kCompare;
-      const int misses = RunAndCompare(file, sets, layout, final);
-      if (final || misses == 0) return;
-      retried_++;
-      std::printf(
-          "%s %s: FIRST ATTEMPT had %d comparison(s) outside the tolerance (other processes "
-          "took %.2f cores during the job, steal %.2f): measured again\n",
-          std::filesystem::path(file).stem().c_str(), layout.name, misses, taken_.others,
-          taken_.steal);
-    }
-  }
-
-  // One job and its comparisons; returns how many missed. `final`: a miss is a failure.
-  int RunAndCompare(const std::string& file, std::vector<std::string> sets, const Layout& layout,
-                    bool final) {
-    int misses = 0, informative = 0;
-    double largest = 0;  // pp
+  // each, and compares. The first attempt is the result: no retry. (Until 2026-12-03 a job
+  // with a miss was measured again: one job in five or so ran 5-10 pp slow, while
+  // `preprocess.cost` was an iteration count each process calibrated for itself; it is the
+  // worker thread's CPU time now.)
+  void Compare(const std::string& file, std::vector<std::string> sets, const Layout& layout) {
     const auto near = [&](double a, double b, double tolerance, const std::string& what) {
       if (std::abs(a - b) <= tolerance) return;
-      ++misses;
-      if (final) {
-        ADD_FAILURE() << what << ": " << a << " against " << b << ", beyond " << tolerance;
-      }
+      ADD_FAILURE() << what << ": " << a << " against " << b << ", beyond " << tolerance
+                    << " (other processes took " << taken_.others << " cores during the job, "
+                    << "steal " << taken_.steal << ")";
     };
     const auto below = [&](double a, double bound, const std::string& what) {
       if (a < bound) return;
-      ++misses;
-      if (final) ADD_FAILURE() << what << ": " << a << ", at or over " << bound;
+      ADD_FAILURE() << what << ": " << a << ", at or over " << bound;
     };
     sets.push_back(fmt::format("cluster.nodes={}", layout.nodes));
     sets.push_back(fmt::format("cluster.gpus_per_node={}", layout.gpus_per_node));
@@ -138,7 +117,7 @@ class MultiRankValidation : public Cli {
     const Result r = Stallscope("run " + file + " --quiet --json " + json + args, Mpirun(2));
     taken_ = watch.Stop();
     EXPECT_EQ(r.code, 0) << r.err;
-    if (r.code != 0) return 0;
+    if (r.code != 0) return;
     NodeOptions node = MeanNode(before, measure());
     node.cores = std::max<uint32_t>(1, before.cores / layout.nodes);  // the host, split
     // The disk tier's reads: this host's disk, measured on what the run left in rank 0's tier
@@ -149,7 +128,7 @@ class MultiRankValidation : public Cli {
     uint64_t dropped = 0;  // disk tier admissions dropped since the tier was last cleared
     const nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
     EXPECT_EQ(doc["variants"].size(), scenarios.variant_names().size()) << r.err;
-    if (doc["variants"].size() != scenarios.variant_names().size()) return 0;
+    if (doc["variants"].size() != scenarios.variant_names().size()) return;
     for (const auto& real : doc["variants"]) {
       const std::string name = real["name"];
       Scenario s = scenarios.Resolve(name, overrides);
@@ -202,9 +181,9 @@ class MultiRankValidation : public Cli {
       // and not counted in the largest difference.
       const double tolerance = disk ? kDiskTolerance : kTolerance;
       if (!disk) {
-        informative++;
-        largest = std::max({largest, std::abs(sim.gpu_idle_fraction - idle) * 100,
-                            std::abs(sim_sync - sync) * 100});
+        informative_++;
+        largest_ = std::max({largest_, std::abs(sim.gpu_idle_fraction - idle) * 100,
+                             std::abs(sim_sync - sync) * 100});
       }
       const std::string what = std::string(layout.name) + " " + name;
       near(sim.gpu_idle_fraction, idle, tolerance, what + ": idle, simulated against real");
@@ -216,23 +195,17 @@ class MultiRankValidation : public Cli {
           layout.nodes == 1 ? std::max(tolerance, kSharedCoresSyncTolerance) : tolerance;
       near(sim_sync, sync, sync_tolerance, what + ": sync, simulated against real");
     }
-    if (final || misses == 0) {  // the attempt that counts
-      informative_ += informative;
-      largest_ = std::max(largest_, largest);
-    }
-    return misses;
   }
   ~MultiRankValidation() override {
     std::printf(
         "%d informative comparisons (every variant but the fed ones, no disk tier): largest "
-        "difference %.1f pp; %d job(s) measured again after a first-attempt miss\n",
-        informative_, largest_, retried_);
+        "difference %.1f pp; first attempts only, no retry\n",
+        informative_, largest_);
   }
 
   Simulator simulator_;
   double largest_ = 0;  // over the informative comparisons, idle and sync, pp
   int informative_ = 0;
-  int retried_ = 0;  // jobs measured again after a comparison outside the tolerance
   testing::HostCpuWatch::Taken taken_;  // by the rest of the host during the last job
 };
 
