@@ -126,7 +126,9 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& o, const RankShard&
     r.size_histogram[b == 0 ? 0 : std::bit_width(b)]++;
   }
   while (r.size_histogram.size() > 1 && r.size_histogram.back() == 0) r.size_histogram.pop_back();
-  storage.BeginEpoch(0);  // with cold: evict the page cache now, outside the timing
+  const double evict0 = MonotonicSeconds();
+  storage.BeginEpoch(0);  // with cold: evict the page cache now, outside the read's timing
+  r.evict_seconds = o.storage.cold ? MonotonicSeconds() - evict0 : 0;
   Reader reader(storage, o.io.io_depth, shard);
   if (before_read) before_read();
   const double cpu0 = CpuSeconds(), t0 = MonotonicSeconds();
@@ -171,6 +173,9 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   m.latency_p50_seconds = std::max(1e-6, f.probe.latency_p50);
   m.latency_p99_seconds =
       std::clamp(f.probe.latency_p99, m.latency_p50_seconds, kMaxTailRatio * m.latency_p50_seconds);
+  // The probe's eviction found every file cached (the deep read had just read them all), as a
+  // run's next epoch does.
+  m.evict_seconds = f.probe.evict_seconds;
   return f;
 }
 

@@ -27,6 +27,7 @@ struct BenchDirResult {
   double files_per_second = 0, bytes_per_second = 0;
   double latency_p50 = 0, latency_p99 = 0, latency_p999 = 0;
   double cpu_seconds_per_file = 0;
+  double evict_seconds = 0;  // cold: dropping the directory from the page cache first (untimed)
   bool io_uring = true, direct = false;
   // Files per power-of-two size bucket: bucket k holds sizes in [2^k, 2^(k+1)) (0: empty files).
   std::vector<uint64_t> size_histogram;

@@ -212,6 +212,10 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
     ctx.Fail(m.node()["latency"], "storage.latency.p99", "must not be below latency.p50");
   }
   x.iops = m.Number("iops", 0, 0, 1e12);
+  x.evict_seconds = m.Duration("evict", 0);
+  if (x.evict_seconds > 0 && !cold) {
+    ctx.Fail(m.node()["evict"], "storage.evict", "only a cold profile (profile.cold: true) evicts");
+  }
   m.Finish();
   top.Finish();
   st.profile_cold = cold;
@@ -227,14 +231,16 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
       "# storage model to it: latency from {} files read one at a time (their p50 and p99,\n"
       "# the p99 at most 4 x the p50), bandwidth from every file read {} in flight. Name it in\n"
       "# a directory scenario (storage: {{profile: FILE}}) read the same way (cold, direct_io)\n"
-      "# at this io_depth or below; storage keys override single values.\n"
+      "# at this io_depth or below; storage keys override single values. A cold profile's\n"
+      "# evict is how long dropping the directory from the page cache took (before each epoch).\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
-      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: 0\n",
+      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: 0\n{}",
       i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
       i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
       RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
-      m.latency_p99_seconds * 1e6);
+      m.latency_p99_seconds * 1e6,
+      i.cold ? fmt::format("  evict: {:.3f}us\n", m.evict_seconds * 1e6) : std::string());
 }
 
 }  // namespace stallscope

@@ -178,6 +178,7 @@ void RankLoop::Setup() {
 
   // Storage: one model shared by every rank.
   memory_storage_ = s_.storage.kind == StorageKind::kMemory;
+  epoch_barrier_ = s_.storage.kind == StorageKind::kDirectory && s_.storage.cold;
   models_.push_back(
       {std::make_unique<StorageModel>(StorageOf(s_, R), s_.seed, max_bytes_, 0.0), kNever, -1});
 
@@ -282,6 +283,10 @@ void RankLoop::Dispatch(const Event& e) {
     case kSnapshotDone:
       OnSnapshotDone(e.t);
       return;
+    case kEvicted:
+      ranks_[e.a].fetcher_busy = false;
+      TryFetch(e.a, e.t);
+      return;
     case kReceived:
       Received(e.a, static_cast<int>((e.b >> 20) & 0xfff), e.t);
       return;
@@ -302,6 +307,14 @@ void RankLoop::TryFetch(uint32_t r, double t) {
   if (rk.fetcher_busy || rk.next_fetch >= total_) return;
   const uint64_t b = rk.next_fetch;
   if (b > device_batch_ + s_.loader.prefetch || rk.free_slots.empty()) return;
+  if (epoch_barrier_ && b % batches_per_epoch_ == 0 &&
+      rk.epochs_evicted <= b / batches_per_epoch_) {
+    if (rk.fetched_batches < b) return;  // FetchDone tries again when the last one is in
+    rk.epochs_evicted = b / batches_per_epoch_ + 1;
+    rk.fetcher_busy = true;
+    Push(t + s_.storage.model.evict_seconds, kEvicted, r, 0);
+    return;
+  }
   const int sl = rk.free_slots.back();
   rk.free_slots.pop_back();
   rk.slot_of_batch[b] = sl;
@@ -506,6 +519,7 @@ void RankLoop::FetchDone(uint32_t r, int sl, double t) {
   Rank& rk = ranks_[r];
   Slot& slot = rk.slots[sl];
   slot.fetch_done = t;
+  if (++rk.fetched_batches == rk.next_fetch && epoch_barrier_) TryFetch(r, t);
   if (!plan_.preprocess_stage) {
     slot.preprocess_done = t;
     MarkReady(r, sl, t);

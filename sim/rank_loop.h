@@ -62,7 +62,8 @@ class RankLoop {
     kStepEnd,
     kRetry,
     kReceived,
-    kSnapshotDone
+    kSnapshotDone,
+    kEvicted
   };
   // Model tokens of checkpoint writes: this bit and the rank.
   static constexpr uint64_t kCheckpointToken = 1ULL << 63;
@@ -127,6 +128,8 @@ class RankLoop {
     std::vector<int> slot_of_batch;
     std::vector<uint8_t> ready;
     uint64_t next_fetch = 0;
+    uint64_t fetched_batches = 0;  // batches whose reads have all come in
+    uint64_t epochs_evicted = 0;   // a cold directory: epochs whose eviction is done
     bool fetcher_busy = false;
     std::deque<int> fetched;  // slots waiting for the workers, in batch order
     uint32_t idle_workers = 0;
@@ -227,6 +230,10 @@ class RankLoop {
   uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way
+  // A cold directory (DirectoryStorage::BeginEpoch): each rank's fetcher starts an epoch only
+  // once the last one's reads have come in, then drops the directory from the page cache
+  // (storage.model.evict_seconds).
+  bool epoch_barrier_ = false;
   std::string device_name_;
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<EpochOrderOracle> oracle_;

@@ -67,6 +67,10 @@ std::string DescribeStorageModel(const Scenario& s) {
   if (st.kind == StorageKind::kSimulated) return "simulated storage: " + out;
   out = fmt::format("directory {}: {}, loader.io_depth {} in flight per rank", s.dataset.path, out,
                     s.loader.io.io_depth);
+  if (st.cold) {
+    out += fmt::format(", cold: each epoch waits for the last one's reads, then evicts ({})",
+                       FormatDuration(m.evict_seconds));
+  }
   if (!st.model_source.empty()) return out + " (" + st.model_source + ")";
   if (!limited) {
     return out +

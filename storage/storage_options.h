@@ -36,7 +36,11 @@ struct SimulatedStorageOptions {
   double latency_p99_seconds = 0;         // storage.latency.p99
   double iops = 0;                        // storage.iops; 0 = unlimited
   uint32_t max_inflight = 64;             // storage.max_inflight
-  struct Faults {                         // storage.faults
+  // A directory read `cold` (storage profiles only, `storage: {evict: ...}`): how long dropping
+  // it from the page cache takes before each epoch. The loader's fetcher waits for the last
+  // epoch's reads, then this long, before the next epoch's first read.
+  double evict_seconds = 0;
+  struct Faults {  // storage.faults
     double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
     double spike_rate = 0, spike = 0;
     double stall_every = 0, stall_for = 0;
