@@ -229,7 +229,7 @@ TEST(SimulatorValidation, EveryShippedScenario) {
       // reads faster than the loader takes them (no idle to predict), and one read at a time
       // moves between 545 and 997 MB/s from one minute to the next (2026-12-02).
       c.idle_free = {"page-cached"};
-      for (const char* v : {"cold", "direct-io", "direct-qd1"}) {
+      for (const char* v : {"cold", "direct-io", "direct-qd1", "cold-qd1"}) {
         c.skip[v] = "compared with the disk throttled (DirectoryStorageThrottled)";
       }
     }
@@ -242,7 +242,8 @@ TEST(SimulatorValidation, EveryShippedScenario) {
 // before and after the real run, under the same throttle, so the simulator gets a measured model
 // (the real run has no model: its reads are real). cold (buffered, the page cache evicted before
 // each epoch) and direct-io (O_DIRECT), both io_depth 64, at 200 MB/s bind at ~37 ms of reads
-// per 20 ms step; direct-qd1 reads one file at a time per 5 ms step.
+// per 20 ms step; direct-qd1 and cold-qd1 read one file at a time (O_DIRECT, buffered) per 5 ms
+// step.
 TEST(SimulatorValidation, DirectoryStorageThrottled) {
   testing::ScratchDir dir("simval-dir");
   if (const testing::ReadThrottle probe(dir.path().string(), 200'000'000); !probe.ok()) {
@@ -251,7 +252,7 @@ TEST(SimulatorValidation, DirectoryStorageThrottled) {
     std::printf("reads throttled by %s\n", probe.kind().c_str());
   }
   const std::string demo = DemoDirectory(dir.path());
-  for (const char* v : {"cold", "direct-io", "direct-qd1"}) {
+  for (const char* v : {"cold", "direct-io", "direct-qd1", "cold-qd1"}) {
     Validate({std::string(STALLSCOPE_SCENARIOS) + "/real_directory.yaml",
               {ParseSetArgument("dataset.path=" + demo)},
               "real_directory at 200 MB/s",
