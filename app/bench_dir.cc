@@ -176,6 +176,14 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   // The probe's eviction found every file cached (the deep read had just read them all), as a
   // run's next epoch does.
   m.evict_seconds = f.probe.evict_seconds;
+  // IOPS: every file again at the same depth, only its first block each, so that what a read
+  // costs apart from its bytes shows (opens, requests, a throttle's riops). The model then
+  // charges a file min(1 / iops, bytes / bandwidth); at least the deep read's own file rate, so
+  // the model still reads this directory's files as fast as they were read.
+  DirectoryStorageOptions small = o;
+  small.read_at_most = kBlockBytes;
+  f.small = BenchDirectory(small);
+  m.iops = std::max(f.small.files_per_second, f.deep.files_per_second);
   return f;
 }
 

@@ -46,17 +46,19 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& options, const Rank
 BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 
 // The simulator's storage model of a directory read the way `o` reads it (cold, direct_io,
-// io_depth, io_threads), fitted from two timed reads (`calibrate --dir`): every file at
+// io_depth, io_threads), fitted from three timed reads (`calibrate --dir`): every file at
 // o.io.io_depth in flight gives the bandwidth (bytes/s); up to `probe_files` of them (an even
 // spread of the listing), read one at a time on one thread, give the latency: their p50, and
 // their p99 at most kMaxTailRatio × p50 (the model's bandwidth bucket refills during a read's
-// latency, so a read at a time takes about max(latency, transfer), as on the device). Page-cached
-// (not cold): the files are read once first, untimed, so both timed reads find them cached. The
-// model fits the scenario's io_depth best at or below the depth it was measured at.
+// latency, so a read at a time takes about max(latency, transfer), as on the device); every
+// file's first block at o.io.io_depth in flight gives the IOPS (files/s, at least the deep
+// read's). Page-cached (not cold): the files are read once first, untimed, so every timed read
+// finds them cached; cold: each timed read starts from an evicted page cache. The model fits
+// the scenario's io_depth best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
 struct DirectoryFit {
   SimulatedStorageOptions model;
-  BenchDirResult deep, probe;  // the two timed reads
+  BenchDirResult deep, probe, small;  // the three timed reads
 };
 DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
 

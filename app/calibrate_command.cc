@@ -82,8 +82,11 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   }
   if (!o.quiet) {
     std::fprintf(
-        stderr, "measuring %s (%s%s): every file at io_depth %u, then some one at a time\n",
-        o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth);
+        stderr,
+        "measuring %s (%s%s): every file at io_depth %u, some one at a time, then every file's "
+        "first 4 KiB at io_depth %u\n",
+        o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth,
+        o.io_depth);
   }
   const DirectoryFit fit = FitDirectoryStorage(d);
   StorageProfileInfo info;
@@ -101,13 +104,15 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   if (out.to_file() && !o.quiet) {
     std::fprintf(stderr,
                  "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
-                 "time: p50 %s, p99 %s)\nwrote %s (storage: {profile: %s})\n",
+                 "time: p50 %s, p99 %s); iops %.0f (%.0f first blocks/s)\nwrote %s (storage: "
+                 "{profile: %s})\n",
                  FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
                  fit.deep.files_per_second, o.io_depth,
                  FormatDuration(fit.model.latency_p50_seconds).c_str(),
                  FormatDuration(fit.model.latency_p99_seconds).c_str(),
                  FormatDuration(fit.probe.latency_p50).c_str(),
-                 FormatDuration(fit.probe.latency_p99).c_str(), o.output.c_str(), o.output.c_str());
+                 FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
+                 fit.small.files_per_second, o.output.c_str(), o.output.c_str());
   }
   return 0;
 }

@@ -229,17 +229,19 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
   return fmt::format(
       "# A storage profile: `stallscope calibrate --dir` read {} and fitted the simulator's\n"
       "# storage model to it: latency from {} files read one at a time (their p50 and p99,\n"
-      "# the p99 at most 4 x the p50), bandwidth from every file read {} in flight. Name it in\n"
-      "# a directory scenario (storage: {{profile: FILE}}) read the same way (cold, direct_io)\n"
-      "# at this io_depth or below; storage keys override single values. A cold profile's\n"
-      "# evict is how long dropping the directory from the page cache took (before each epoch).\n"
+      "# the p99 at most 4 x the p50), bandwidth from every file read {} in flight, iops (reads\n"
+      "# per second whatever their size) from every file's first 4 KiB read as deep, at least\n"
+      "# the files per second of the full read. Name it in a directory scenario (storage:\n"
+      "# {{profile: FILE}}) read the same way (cold, direct_io) at this io_depth or below;\n"
+      "# storage keys override single values. A cold profile's evict is how long dropping the\n"
+      "# directory from the page cache took (before each epoch).\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
-      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: 0\n{}",
+      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n{}",
       i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
       i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
       RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
-      m.latency_p99_seconds * 1e6,
+      m.latency_p99_seconds * 1e6, m.iops,
       i.cold ? fmt::format("  evict: {:.3f}us\n", m.evict_seconds * 1e6) : std::string());
 }
 

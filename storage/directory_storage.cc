@@ -63,6 +63,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
     close(fd);
     if (size < 0) throw StorageError(fmt::format("{}: cannot stat: {}", full, ErrnoText(errno)));
     f.bytes = static_cast<uint64_t>(size);
+    if (options.read_at_most > 0) f.bytes = std::min(f.bytes, options.read_at_most);
     const auto slash = f.relative.find('/');
     if (slash != std::string::npos && options.dataset.classes > 0) {
       f.label = classes[f.relative.substr(0, slash)] % options.dataset.classes;

@@ -39,6 +39,9 @@ struct DirectoryStorageOptions {
   IoOptions io;              // io_threads, io_depth, read_timeout
   bool quiet = false;        // suppress the one-line notices
   bool use_io_uring = true;  // false: the pread fallback (tests, and kernels that refuse it)
+  // > 0: read only the first this many bytes of each file (at least one block with direct_io):
+  // `calibrate --dir`'s small-read probe, which times what a read costs apart from its bytes.
+  uint64_t read_at_most = 0;
 };
 
 class DirectoryStorage final : public Storage, private FileReadSource {

@@ -277,7 +277,6 @@ TEST_F(MultiRank, CtrlCOnMpirunWritesRankZerosPartialResult) {
   ASSERT_GT(mpirun, 0);
   const Stopped stopped = SignalAfter(mpirun, 2.0 * testing::kTimingSlack, SIGINT);
   ASSERT_NE(stopped.status, -1);
-  const int status = stopped.status;
   const double took = stopped.seconds;
   // Sanitized builds: each process's leak check at exit (with the slow unwinder Open MPI's
   // suppressions need) takes seconds of its own (seen: 18 s in all under ASan).

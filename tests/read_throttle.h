@@ -1,6 +1,7 @@
-// This process's reads from the block device under a path, throttled by a cgroup made for it
-// (you are root): cgroup v2's io.max where the host's unified hierarchy has the io controller,
-// else cgroup v1's blkio.throttle.read_bps_device. On destruction the process goes back to
+// This process's reads from the block device under a path, throttled to bytes or reads per
+// second by a cgroup made for it (you are root): cgroup v2's io.max (rbps= or riops=) where the
+// host's unified hierarchy has the io controller, else cgroup v1's
+// blkio.throttle.read_bps_device or read_iops_device. On destruction the process goes back to
 // its own cgroup and the new one is removed. ok() false, with why(), where the host offers
 // neither (a container without either controller, a path on no block device).
 #ifndef STALLSCOPE_TESTS_READ_THROTTLE_H_
@@ -20,7 +21,8 @@ namespace stallscope::testing {
 
 class ReadThrottle {
  public:
-  ReadThrottle(const std::string& path, uint64_t bytes_per_second) {
+  enum Unit { kBytes, kReads };  // what the limit counts, per second
+  ReadThrottle(const std::string& path, uint64_t per_second, Unit unit = kBytes) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || major(st.st_dev) == 0) {
       why_ = path + " is not on a block device";
@@ -37,7 +39,8 @@ class ReadThrottle {
     const std::string v2 = Mount("cgroup2");
     std::string v2_why;
     if (!v2.empty() && Controllers(v2 + "/cgroup.controllers").find(" io ") != std::string::npos) {
-      if (Make(v2, "", "/io.max", fmt::format("{} rbps={}", device, bytes_per_second))) {
+      if (Make(v2, "", "/io.max",
+               fmt::format("{} {}={}", device, unit == kBytes ? "rbps" : "riops", per_second))) {
         kind_ = "cgroup v2 io.max";
         return;
       }
@@ -50,8 +53,9 @@ class ReadThrottle {
       why_ = v2_why + "no cgroup v1 blkio controller here";
       return;
     }
-    if (Make(v1, "blkio", "/blkio.throttle.read_bps_device",
-             fmt::format("{} {}", device, bytes_per_second))) {
+    const std::string v1_file =
+        unit == kBytes ? "/blkio.throttle.read_bps_device" : "/blkio.throttle.read_iops_device";
+    if (Make(v1, "blkio", v1_file, fmt::format("{} {}", device, per_second))) {
       kind_ = "cgroup v1 blkio";
       return;
     }

@@ -48,9 +48,10 @@ struct Case {
   // Variants not run here, with the reason (a repeat of another comparison on this host, or a
   // reduction to 1 x 1 that leaves nothing to predict). "*" = every variant.
   std::map<std::string, std::string> skip = {};
-  // Reads of the dataset's disk throttled to this many bytes/s for the measurements and the
-  // real run (ReadThrottle); 0 = not throttled.
+  // Reads of the dataset's disk throttled to this many bytes (or reads) per second for the
+  // measurements and the real run (ReadThrottle); 0 = not throttled.
   uint64_t throttle = 0;
+  testing::ReadThrottle::Unit throttle_unit = testing::ReadThrottle::kBytes;
 };
 
 // What the comparisons showed, counted by kind, printed at the end.
@@ -83,6 +84,7 @@ SimulatedStorageOptions MeanStorage(SimulatedStorageOptions a, const SimulatedSt
   a.bandwidth_bytes_per_second = (a.bandwidth_bytes_per_second + b.bandwidth_bytes_per_second) / 2;
   a.latency_p50_seconds = (a.latency_p50_seconds + b.latency_p50_seconds) / 2;
   a.latency_p99_seconds = (a.latency_p99_seconds + b.latency_p99_seconds) / 2;
+  a.iops = (a.iops + b.iops) / 2;
   return a;
 }
 
@@ -99,7 +101,7 @@ void Validate(const Case& c, Simulator& sim) {
     }
     std::optional<testing::ReadThrottle> throttle;
     if (c.throttle > 0) {
-      throttle.emplace(file.Resolve(variant, c.sets).dataset.path, c.throttle);
+      throttle.emplace(file.Resolve(variant, c.sets).dataset.path, c.throttle, c.throttle_unit);
       if (!throttle->ok()) {
         tally.skipped++;
         std::printf("%-28s %-16s not run: %s\n", c.label.c_str(), variant.c_str(),
@@ -262,6 +264,38 @@ TEST(SimulatorValidation, DirectoryStorageThrottled) {
               200'000'000},
              SharedSimulator());
   }
+}
+
+// The same directory with its disk throttled to 2,000 reads/s instead (O_DIRECT, io_depth 64,
+// 20 ms steps): every read is one request, whatever its size, so the reads per second bind, not
+// the bytes. Ground truth the test sets: the fit's iops, from every file's first 4 KiB, is the
+// throttle's 2,000 (within 10%); then the simulator, given the fitted model, against the real run.
+TEST(SimulatorValidation, DirectoryStorageThrottledToReadsPerSecond) {
+  testing::ScratchDir dir("simval-iops");
+  constexpr uint64_t kReads = 2000;
+  const std::string demo = DemoDirectory(dir.path());
+  {
+    const testing::ReadThrottle throttle(demo, kReads, testing::ReadThrottle::kReads);
+    if (!throttle.ok()) GTEST_SKIP() << "no disk throttle here: " << throttle.why();
+    std::printf("reads throttled by %s to %llu reads/s\n", throttle.kind().c_str(),
+                static_cast<unsigned long long>(kReads));
+    DirectoryStorageOptions o{.dataset = {.path = demo}, .quiet = true};
+    o.storage.kind = StorageKind::kDirectory;
+    o.storage.cold = o.storage.direct_io = true;
+    o.io.io_depth = 64;
+    const DirectoryFit fit = FitDirectoryStorage(o);
+    std::printf("fitted: iops %.0f (first blocks %.0f/s), files %.0f/s, bandwidth %.1f MB/s\n",
+                fit.model.iops, fit.small.files_per_second, fit.deep.files_per_second,
+                fit.model.bandwidth_bytes_per_second / 1e6);
+    EXPECT_NEAR(fit.model.iops, kReads, 0.1 * kReads);
+  }
+  Case c{std::string(STALLSCOPE_SCENARIOS) + "/real_directory.yaml",
+         {ParseSetArgument("dataset.path=" + demo)},
+         "real_directory at 2,000 reads/s",
+         "direct-io"};
+  c.throttle = kReads;
+  c.throttle_unit = testing::ReadThrottle::kReads;
+  Validate(c, SharedSimulator());
 }
 
 TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
