@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace stallscope {
 
@@ -26,6 +27,10 @@ struct NodeOptions {
   double receive = 3e9;        // landing a storage read's bytes (the completion thread)
   double memcpy = 10e9;        // a RAM-tier hit's copy; the emulated device's copy
   double fill = 5e9;           // copying into fresh pages: a RAM tier admitting a sample
+  // One copy far larger than the caches, memory to memory: the emulated device's snapshot of
+  // its state for an async checkpoint. `memcpy` is measured on one sample (cache-resident);
+  // a 128 MiB snapshot runs at the memory's speed, 2-4x slower on the hosts measured.
+  double snapshot = 10e9;
   // How long one second of loader.preprocess.cost takes on one core, alone and with every
   // core busy (virtual cores sharing a physical one run slower together).
   double cost_factor = 1, cost_factor_busy = 1;
@@ -46,19 +51,22 @@ struct NodeRate {
   const char* what;
   bool factor = false;  // a plain number (cost_factor*), not a rate in bytes per second
 };
-inline constexpr std::array<NodeRate, 10> kNodeRates = {{
+inline constexpr std::array<NodeRate, 11> kNodeRates = {{
     {"normalize", &NodeOptions::normalize, "bytes → float32 per core"},
     {"verify", &NodeOptions::verify, "content verification per core"},
     {"jpeg_decode", &NodeOptions::jpeg_decode, "JPEG decode + crop + normalize per core"},
     {"receive", &NodeOptions::receive, "landing received bytes per core"},
     {"memcpy", &NodeOptions::memcpy, "memcpy (RAM-tier hit, emulated copy)"},
     {"fill", &NodeOptions::fill, "memcpy into fresh pages (RAM-tier admit)"},
+    {"snapshot", &NodeOptions::snapshot, "one large memcpy (emulated checkpoint snapshot)"},
     {"nic", &NodeOptions::nic, "storage bytes into the node"},
     {"h2d", &NodeOptions::h2d, "host to device per GPU"},
     {"cost_factor", &NodeOptions::cost_factor, "seconds per second of preprocess.cost", true},
     {"cost_factor_busy", &NodeOptions::cost_factor_busy, "the same, every core busy", true},
 }};
 inline bool IsFactor(const NodeRate& r) { return r.factor; }
+// Rates a profile may lack (added after profiles were first written): the default stands.
+inline bool IsOptionalInProfile(const NodeRate& r) { return std::string_view(r.key) == "snapshot"; }
 
 }  // namespace stallscope
 

@@ -3,7 +3,7 @@
 // waits, as the real Pipeline's Checkpointer does:
 //   sync:  the device waits for a snapshot (a GPU's device-to-host copy at node.h2d; none on
 //          the emulated device, whose state is host memory) and for every rank's writes;
-//   async: the device waits for the snapshot only (node.memcpy, or node.h2d on a GPU); the
+//   async: the device waits for the snapshot only (node.snapshot, or node.h2d on a GPU); the
 //          writes run beside the next steps; a checkpoint that comes while they still run
 //          waits for them before its snapshot.
 // Writes go to the scenario's storage model (storage.write.shared: one bandwidth and queue
@@ -36,7 +36,7 @@ void RankLoop::SetupCheckpoints() {
   ckpt_.last = ckpt_.rank_bytes - (ckpt_.blocks - 1) * ckpt_.block;
   ckpt_.depth = c.io_depth;
   const bool emulated = s_.gpu.device != DeviceKind::kCuda;
-  const double rate = emulated ? node_.memcpy : node_.h2d;
+  const double rate = emulated ? node_.snapshot : node_.h2d;
   // A sync checkpoint on the emulated device is written from its state: no snapshot.
   ckpt_.snapshot = ckpt_.async || !emulated ? static_cast<double>(ckpt_.rank_bytes) / rate : 0;
   const bool on_storage = c.path.empty() && s_.storage.kind == StorageKind::kSimulated;
