@@ -15,9 +15,9 @@ import sys
 from collections import OrderedDict
 
 ROW = re.compile(
-    r"^(?P<label>.{28}) (?P<variant>\S+)\s+real idle\s+(?P<real>[\d.]+)%\s+simulated\s+"
+    r"^(?P<label>.{28,}?) (?P<variant>\S+)\s+real idle\s+(?P<real>[\d.]+)%\s+simulated\s+"
     r"(?P<sim>[\d.]+)%\s+\((?P<diff>[+-][\d.]+) pp\)\s+(?P<kind>.+)$")
-NOT_RUN = re.compile(r"^(?P<label>.{28}) (?P<variant>\S+)\s+not run: (?P<why>.+)$")
+NOT_RUN = re.compile(r"^(?P<label>.{28,}?) (?P<variant>\S+)\s+not run: (?P<why>.+)$")
 
 
 def main(paths):
