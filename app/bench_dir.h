@@ -51,9 +51,10 @@ BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 // spread of the listing), read one at a time on one thread, give the latency: their p50, and
 // their p99 at most kMaxTailRatio × p50 (the model's bandwidth bucket refills during a read's
 // latency, so a read at a time takes about max(latency, transfer), as on the device); every
-// file's first block at o.io.io_depth in flight gives the IOPS (files/s). Page-cached (not cold): the files are read once first, untimed, so every timed read
-// finds them cached; cold: each timed read starts from an evicted page cache. The model fits
-// the scenario's io_depth best at or below the depth it was measured at.
+// file's first block at o.io.io_depth in flight gives the IOPS (files/s). Page-cached (not
+// cold): the files are read once first, untimed, so every timed read finds them cached; cold:
+// each timed read starts from an evicted page cache. The model fits the scenario's io_depth
+// best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
 struct DirectoryFit {
   SimulatedStorageOptions model;
