@@ -104,15 +104,15 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   if (out.to_file() && !o.quiet) {
     std::fprintf(stderr,
                  "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
-                 "time: p50 %s, p99 %s); iops %.0f (%.0f first blocks/s)\nwrote %s (storage: "
-                 "{profile: %s})\n",
+                 "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\nwrote %s "
+                 "(storage: {profile: %s})\n",
                  FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
                  fit.deep.files_per_second, o.io_depth,
                  FormatDuration(fit.model.latency_p50_seconds).c_str(),
                  FormatDuration(fit.model.latency_p99_seconds).c_str(),
                  FormatDuration(fit.probe.latency_p50).c_str(),
-                 FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
-                 fit.small.files_per_second, o.output.c_str(), o.output.c_str());
+                 FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops, o.output.c_str(),
+                 o.output.c_str());
   }
   return 0;
 }

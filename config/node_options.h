@@ -14,7 +14,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace stallscope {
 
@@ -49,7 +48,8 @@ struct NodeRate {
   const char* key;
   double NodeOptions::*field;
   const char* what;
-  bool factor = false;  // a plain number (cost_factor*), not a rate in bytes per second
+  bool factor = false;    // a plain number (cost_factor*), not a rate in bytes per second
+  bool optional = false;  // a profile may lack it (added after profiles were first written)
 };
 inline constexpr std::array<NodeRate, 11> kNodeRates = {{
     {"normalize", &NodeOptions::normalize, "bytes → float32 per core"},
@@ -58,15 +58,14 @@ inline constexpr std::array<NodeRate, 11> kNodeRates = {{
     {"receive", &NodeOptions::receive, "landing received bytes per core"},
     {"memcpy", &NodeOptions::memcpy, "memcpy (RAM-tier hit, emulated copy)"},
     {"fill", &NodeOptions::fill, "memcpy into fresh pages (RAM-tier admit)"},
-    {"snapshot", &NodeOptions::snapshot, "one large memcpy (emulated checkpoint snapshot)"},
+    {"snapshot", &NodeOptions::snapshot, "one large memcpy (emulated checkpoint snapshot)", false,
+     true},
     {"nic", &NodeOptions::nic, "storage bytes into the node"},
     {"h2d", &NodeOptions::h2d, "host to device per GPU"},
     {"cost_factor", &NodeOptions::cost_factor, "seconds per second of preprocess.cost", true},
     {"cost_factor_busy", &NodeOptions::cost_factor_busy, "the same, every core busy", true},
 }};
 inline bool IsFactor(const NodeRate& r) { return r.factor; }
-// Rates a profile may lack (added after profiles were first written): the default stands.
-inline bool IsOptionalInProfile(const NodeRate& r) { return std::string_view(r.key) == "snapshot"; }
 
 }  // namespace stallscope
 

@@ -24,7 +24,7 @@ void ReadNodeKeys(Section& s, const YAML::Node& raw, NodeOptions& node, bool req
   need("cores");
   node.cores = s.Integer<uint32_t>("cores", node.cores, 1, 1u << 20);
   for (const NodeRate& r : kNodeRates) {
-    if (!IsOptionalInProfile(r)) need(r.key);
+    if (!r.optional) need(r.key);  // an optional rate a profile lacks keeps its default
     double& v = node.*(r.field);
     if (IsFactor(r)) {
       v = s.Number(r.key, v, 1e-6, 1e6);

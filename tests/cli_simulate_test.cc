@@ -268,8 +268,9 @@ storage: {bandwidth: 10MB/s, latency: {p50: 1us, p99: 1us}}
   const double want = 1 - 1e-3 / (10 * 16384 / 10e6);
   EXPECT_NEAR(ReadJson(json)["variants"][0]["gpu_idle_fraction"].get<double>(), want, 0.02);
   // Known IOPS: 1,000 reads/s under the same loader (10 files per 1 ms step) are 10 ms of reads
-  // per step, whatever the bandwidth: idle 1 − 1 ms / 10 ms = 90%. The measured profile's iops
-  // is a rate the directory was read at (at least the full read's files per second).
+  // per step, whatever the bandwidth: idle 1 − 1 ms / 10 ms = 90%. The measured profile holds
+  // an iops (every file's first 4 KiB read at its depth; checked against a throttle in
+  // SimulatorValidation.DirectoryStorageThrottledToReadsPerSecond).
   const std::string few = Write("few.yaml", R"(profile: {date: 2026-12-04, cold: false}
 storage: {bandwidth: 10GB/s, latency: {p50: 1us, p99: 1us}, iops: 1000}
 )");
