@@ -54,7 +54,8 @@ nlohmann::json PointJson(const AdvisePoint& p) {
           {"reaches", p.reaches},
           {"size", p.size},
           {"cost_per_day", p.priced ? nlohmann::json(p.cost_per_day) : nlohmann::json(nullptr)},
-          {"saves_per_day", p.saves_per_day}};
+          {"saves_per_day", p.saves_per_day},
+          {"disk_entries_at_start", p.disk_entries_at_start}};
 }
 
 // A real run (emulated device) of the scenario with the point's changes.
@@ -131,6 +132,10 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   const AdvisePoint& now = r.current;
   std::printf("%s (%s): GPU idle %s, AU %s — %s\n", base.name.c_str(), o.variant.c_str(),
               Pct(now.idle).c_str(), Pct(now.au).c_str(), now.verdict.c_str());
+  if (now.disk_entries_at_start > 0) {
+    std::printf("every point starts from the %llu entries the kept disk tier holds on this host\n",
+                static_cast<unsigned long long>(now.disk_entries_at_start));
+  }
   std::printf(
       "target: idle <= %s (AU >= %s); %llu simulations of a space of %llu points "
       "(knobs: %s)\n",

@@ -183,6 +183,15 @@ int Simulate(const std::vector<Scenario>& scenarios, const RunCommandOptions& o,
                    stats.wall_seconds,
                    stats.wall_seconds > 0 ? stats.events / stats.wall_seconds / 1e6 : 0.0);
       std::fprintf(stderr, "  storage model: %s\n", DescribeStorageModel(s).c_str());
+      // A kept disk tier starts as this host's directory holds it (one rank), or as an earlier
+      // variant of this invocation left it.
+      const std::vector<TierResult>& tiers = results.back().cache;
+      for (size_t k = 0; k < tiers.size() && k < s.cache_tiers.size(); ++k) {
+        if (tiers[k].entries_at_start == 0) continue;
+        std::fprintf(stderr, "  cache.tiers.%zu (disk %s): starts with %llu entries\n", k,
+                     s.cache_tiers[k].path.c_str(),
+                     static_cast<unsigned long long>(tiers[k].entries_at_start));
+      }
       const std::string checkpoints = DescribeCheckpoints(s, stats.ranks);
       if (!checkpoints.empty()) std::fprintf(stderr, "  %s\n", checkpoints.c_str());
     }

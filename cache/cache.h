@@ -78,8 +78,9 @@ struct TierStats {
   uint64_t evictions = 0;
   uint64_t bytes_held = 0;  // bytes the policy holds (block-rounded)
   uint64_t capacity = 0;
-  uint64_t write_drops = 0;  // disk: admissions dropped because every write buffer was busy
-  uint64_t bad_entries = 0;  // disk: entries whose checksum or size did not match
+  uint64_t write_drops = 0;       // disk: admissions dropped because every write buffer was busy
+  uint64_t bad_entries = 0;       // disk: entries whose checksum or size did not match
+  uint64_t entries_at_start = 0;  // disk: entries found on disk when the tier opened
 };
 
 class CacheTier {

@@ -261,49 +261,56 @@ DiskTier::~DiskTier() {
   for (std::byte* b : buffers_) std::free(b);
 }
 
-void DiskTier::ScanDirectory() {
-  // The manifest names the dataset; entries of another one are not ours to serve.
-  const std::string manifest = options_.tier.path + "/" + kManifest;
-  bool same_dataset = false;
-  // What the last run left (written when it ended; absent after a crash or a clear).
-  std::optional<uint64_t> left;
-  uint64_t last_drops = 0;
+DiskSurvey DiskTier::Survey(const std::string& dir, const std::string& fingerprint,
+                            uint64_t num_ids, bool clear) {
+  DiskSurvey out;
   {
-    std::ifstream in(manifest);
+    // The manifest names the dataset; entries of another one are not ours to serve.
+    std::ifstream in(dir + "/" + kManifest);
     if (in) {
       const auto j = nlohmann::json::parse(in, nullptr, false);
-      same_dataset = j.is_object() && j.value("fingerprint", "") == options_.fingerprint;
-      if (same_dataset && j.contains("entries") && !options_.tier.clear) {
-        left = j.value("entries", uint64_t{0});
-        last_drops = j.value("write_drops", uint64_t{0});
+      out.same_dataset = j.is_object() && j.value("fingerprint", "") == fingerprint;
+      // What the last run left (written when it ended; absent after a crash or a clear).
+      if (out.same_dataset && j.contains("entries") && !clear) {
+        out.left = j.value("entries", uint64_t{0});
+        out.last_drops = j.value("write_drops", uint64_t{0});
       }
     }
   }
-  uint64_t wiped = 0, interrupted = 0, damaged = 0, over = 0;
   std::error_code ec;
-  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> found;
-  for (const auto& e : fs::directory_iterator(options_.tier.path, ec)) {
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("tmp-", 0) == 0) {  // an interrupted write: never made visible
-      fs::remove(e.path(), ec);
-      ++interrupted;
+      out.tmp.push_back(e.path().string());
       continue;
     }
     uint64_t id, size, hash;
     if (std::sscanf(name.c_str(), "e-%" SCNx64 "-%" SCNx64 "-%" SCNx64, &id, &size, &hash) != 3) {
       continue;
     }
-    const uint64_t on_disk = e.file_size(ec);
-    if (!same_dataset || id >= options_.num_ids || ec || on_disk < size || size == 0) {
-      fs::remove(e.path(), ec);
-      wiped += !same_dataset;
-      damaged += same_dataset;
+    std::error_code size_ec;
+    const uint64_t on_disk = e.file_size(size_ec);
+    if (!out.same_dataset || id >= num_ids || size_ec || on_disk < size || size == 0) {
+      out.stale.push_back(e.path().string());
+      out.wiped += !out.same_dataset;
+      out.damaged += out.same_dataset;
       continue;
     }
-    found.emplace_back(id, size, hash);
+    out.entries.push_back({id, size, hash});
   }
-  std::sort(found.begin(), found.end());
-  for (const auto& [id, size, hash] : found) {
+  std::sort(out.entries.begin(), out.entries.end(),
+            [](const DiskSurvey::Entry& a, const DiskSurvey::Entry& b) { return a.id < b.id; });
+  return out;
+}
+
+void DiskTier::ScanDirectory() {
+  const DiskSurvey found =
+      Survey(options_.tier.path, options_.fingerprint, options_.num_ids, options_.tier.clear);
+  std::error_code ec;
+  for (const std::string& f : found.tmp) fs::remove(f, ec);
+  for (const std::string& f : found.stale) fs::remove(f, ec);
+  uint64_t over = 0;
+  for (const auto& [id, size, hash] : found.entries) {
     evicted_.clear();
     if (!policy_->Admit(id, RoundUp(size, kBlockBytes), 0, evicted_)) {
       char path[kMaxPath];
@@ -318,11 +325,11 @@ void DiskTier::ScanDirectory() {
     state_[id].store(kReady, std::memory_order_release);
   }
   for (uint64_t id = 0; id < options_.num_ids; ++id) entries_at_start_ += state_[id] == kReady;
-  if (wiped && !options_.quiet) {
+  if (found.wiped && !options_.quiet) {
     std::fprintf(stderr, "notice: %s held %llu entries of another dataset; removed them\n",
-                 options_.tier.path.c_str(), static_cast<unsigned long long>(wiped));
+                 options_.tier.path.c_str(), static_cast<unsigned long long>(found.wiped));
   }
-  start_note_ = ExplainStart(left, last_drops, interrupted, damaged, over);
+  start_note_ = ExplainStart(found.left, found.last_drops, found.tmp.size(), found.damaged, over);
   if (!start_note_.empty() && !options_.quiet) {
     std::fprintf(stderr, "notice: %s\n", start_note_.c_str());
   }
@@ -512,6 +519,7 @@ TierStats DiskTier::Stats() const {
   s.write_drops = write_drops_.load(std::memory_order_relaxed);
   s.bad_entries = bad_.load(std::memory_order_relaxed);
   std::lock_guard lock(mu_);
+  s.entries_at_start = entries_at_start_;
   s.evictions = policy_->evictions();
   s.bytes_held = policy_->used_bytes();
   return s;

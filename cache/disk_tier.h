@@ -56,8 +56,28 @@ struct DiskTierOptions {
   std::string key = "cache.tiers.0";  // for error messages
 };
 
+// What a tier's directory holds, read without changing anything: what a DiskTier opened there
+// for the dataset of `fingerprint` would start with (before its capacity is applied), and what
+// it would remove.
+struct DiskSurvey {
+  struct Entry {
+    uint64_t id = 0, size = 0, hash = 0;
+  };
+  bool same_dataset = false;        // the manifest names this dataset
+  std::optional<uint64_t> left;     // entries the last run left (its manifest), if it ended
+  uint64_t last_drops = 0;          // admissions the last run dropped
+  std::vector<Entry> entries;       // complete entries of this dataset, by id
+  std::vector<std::string> stale;   // entry files to remove: another dataset's, or damaged
+  std::vector<std::string> tmp;     // interrupted writes (tmp- files)
+  uint64_t wiped = 0, damaged = 0;  // of `stale`: another dataset's, and short or out of range
+};
+
 class DiskTier final : public CacheTier, private FileReadSource, private ReadCallback {
  public:
+  // Lists `path` as a tier opened there would, changing nothing. `clear` ignores the last
+  // run's record, as a cleared tier does.
+  static DiskSurvey Survey(const std::string& path, const std::string& fingerprint,
+                           uint64_t num_ids, bool clear);
   // Throws CacheError naming the key: unknown policy, a path that is not a writable
   // directory, a capacity above the free space.
   explicit DiskTier(const DiskTierOptions& options);

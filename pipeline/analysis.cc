@@ -247,8 +247,9 @@ void AnalyzeTotals(VariantResult& v, const RunRecord& run, const AnalysisInputs&
   uint64_t total_bytes = v.bytes_storage;
   for (size_t t = 0; t < run.cache.size(); ++t) {
     const TierStats& s = run.cache[t];
-    TierResult tr{s.name,        s.policy,     s.hits,     s.misses,      s.evictions,  0,
-                  tier_bytes[t], s.bytes_held, s.capacity, s.write_drops, s.bad_entries};
+    TierResult tr{
+        s.name,        s.policy,     s.hits,     s.misses,      s.evictions,   0,
+        tier_bytes[t], s.bytes_held, s.capacity, s.write_drops, s.bad_entries, s.entries_at_start};
     tr.hit_ratio = s.hits + s.misses ? static_cast<double>(s.hits) / (s.hits + s.misses) : 0;
     v.cache.push_back(tr);
     v.bytes_by_tier.emplace_back(s.name, tier_bytes[t]);

@@ -56,6 +56,7 @@ struct TierResult {
   double hit_ratio = 0;
   uint64_t bytes = 0;  // bytes served from the tier
   uint64_t bytes_held = 0, capacity = 0, write_drops = 0, bad_entries = 0;
+  uint64_t entries_at_start = 0;  // disk: entries found on disk at start (a warm start)
 };
 
 // One slice of the measured window (the window is cut into equal slices).

@@ -71,7 +71,11 @@ nlohmann::json VariantToJson(const VariantResult& v) {
     cache[t.name] = {{"policy", t.policy},       {"hits", t.hits},   {"misses", t.misses},
                      {"hit_ratio", t.hit_ratio}, {"bytes", t.bytes}, {"evictions", t.evictions}};
     // A disk tier's admissions dropped while every write buffer waited on the disk.
-    if (t.name.starts_with("disk")) cache[t.name]["write_drops"] = t.write_drops;
+    // and the entries it found on disk at start (a warm start).
+    if (t.name.starts_with("disk")) {
+      cache[t.name]["write_drops"] = t.write_drops;
+      cache[t.name]["entries_at_start"] = t.entries_at_start;
+    }
   }
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochResult& e : v.epochs) {

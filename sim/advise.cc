@@ -287,6 +287,7 @@ std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted)
       j.point.au = v.au;
       j.point.bottleneck = v.bottleneck_stage;
       j.point.verdict = v.bottleneck_text;
+      for (const TierResult& t : v.cache) j.point.disk_entries_at_start += t.entries_at_start;
     } catch (const BadInput&) {
       j.bad = true;
     } catch (...) {

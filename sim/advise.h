@@ -57,6 +57,7 @@ struct AdvisePoint {
   double cost_per_day = 0;   // what the changes add, USD/day (priced only)
   double saves_per_day = 0;  // idle money saved against the scenario (cost.gpu_hour)
   bool priced = false;
+  uint64_t disk_entries_at_start = 0;  // kept disk tiers: entries found on this host's disk
 };
 
 struct AdviseOptions {

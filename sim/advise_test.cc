@@ -5,11 +5,15 @@
 #include "sim/advise.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include "cache/disk_tier.h"
+#include "storage/content.h"
+#include "storage/synthetic.h"
 #include "tests/timing.h"
 
 namespace stallscope {
@@ -192,11 +196,18 @@ namespace {
 
 // A disk tier kept between runs (clear: false) over storage at half the demand: whether a
 // simulation finds it warm changes its answer. Every point advise reports is what a fresh
-// simulator predicts for it (empty disks), whatever the points simulated before it.
-TEST(Advise, EveryPointStartsFromEmptyDisksWhateverWasSimulatedBefore) {
+// simulator predicts for it with the disk as it is on this host now, whatever the points
+// simulated before it: first an empty directory, then one where a real tier left the whole
+// dataset (as a finished run leaves it), where the current point no longer idles.
+TEST(Advise, EveryPointStartsFromTheDiskAsItIsOnThisHost) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stallscope-advise-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
   const std::string yaml = kBase + R"(storage: {kind: simulated, bandwidth: 6.5MB/s}
 cache:
-  tiers: [{kind: disk, path: /tmp/stallscope-advise-test, capacity: 64MiB, policy: lru}]
+  tiers: [{kind: disk, path: )" +
+                           dir.string() + R"(, capacity: 64MiB, policy: lru}]
 run: {epochs: 2}
 )";
   const ScenarioFile file = ScenarioFile::Parse(yaml, "disk.yaml");
@@ -204,19 +215,50 @@ run: {epochs: 2}
   o.variant = "base";
   o.target_idle = 0.05;
   o.knobs = {"prefetch", "workers"};
-  Simulator sim;
-  const AdviseResult adv = Advise(file, o, sim);
-  ASSERT_GE(adv.points.size(), 3u);
-  for (const AdvisePoint& p : adv.points) {
-    Simulator fresh;
-    const double idle = fresh.RunVariant(file.Resolve("base", PointSets(p))).gpu_idle_fraction;
-    EXPECT_DOUBLE_EQ(p.idle, idle) << p.changes.size() << " changes";
-  }
-  // The case has signal: the same point on a warm disk idles less.
+  const auto advise_now = [&](size_t min_points) {
+    Simulator sim;
+    const AdviseResult adv = Advise(file, o, sim);
+    EXPECT_GE(adv.points.size(), min_points);
+    for (const AdvisePoint& p : adv.points) {
+      Simulator fresh;
+      const double idle = fresh.RunVariant(file.Resolve("base", PointSets(p))).gpu_idle_fraction;
+      EXPECT_DOUBLE_EQ(p.idle, idle) << p.changes.size() << " changes";
+    }
+    return adv.current.idle;
+  };
+  const double empty = advise_now(3);
+  // The case has signal: the same point on a disk one simulation warmed idles less.
   Simulator warm;
   const Scenario base = file.Resolve("base", {});
-  const double cold = warm.RunVariant(base).gpu_idle_fraction;
-  EXPECT_LT(warm.RunVariant(base).gpu_idle_fraction, cold - 0.1);
+  EXPECT_DOUBLE_EQ(warm.RunVariant(base).gpu_idle_fraction, empty);
+  EXPECT_LT(warm.RunVariant(base).gpu_idle_fraction, empty - 0.1);
+
+  // A real tier leaves the whole dataset in the directory.
+  const uint64_t n = base.dataset.samples;
+  {
+    DiskTierOptions d;
+    d.tier = base.cache_tiers[0];
+    d.num_ids = n;
+    d.max_item_bytes = base.dataset.sample_size;
+    d.fingerprint = SyntheticFingerprint({.dataset = base.dataset, .seed = base.seed});
+    d.quiet = true;
+    DiskTier tier(d);
+    for (uint64_t id = 0; id < n; ++id) {
+      tier.Admit(id,
+                 std::vector<std::byte>(SampleSizeOf(base.seed, id, base.dataset.sample_size,
+                                                     base.dataset.sample_size_stdev)),
+                 0);
+      if (id % 16 == 15) tier.Flush();  // never more writes in flight than buffers
+    }
+    tier.Flush();
+    ASSERT_EQ(tier.Stats().write_drops, 0u);
+  }
+  const double found = advise_now(1);  // the current point reaches the target: no search
+  std::printf("advise's current idle: %.1f%% on an empty disk, %.1f%% on the disk a run left\n",
+              empty * 100, found * 100);
+  EXPECT_LT(found, 0.01);
+  EXPECT_GT(empty, 0.3);
+  std::filesystem::remove_all(dir);
 }
 
 // Points are simulated side by side (one thread per core): one thread and four give the same

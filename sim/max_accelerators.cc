@@ -16,7 +16,7 @@ MaxAccelerators FindMaxAccelerators(Simulator& simulator, const Scenario& base, 
     if (auto it = seen.find(nodes); it != seen.end()) return it->second;
     Scenario s = base;
     s.cluster.nodes = nodes;
-    simulator.ForgetDisks();  // every size starts from the same (cold) disks
+    simulator.ForgetDisks();  // every size starts from the same disks
     const double au = simulator.RunVariant(s).au;
     seen[nodes] = au;
     out.tried.push_back({nodes, nodes * g, au});

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "base/clock.h"
 #include "base/errors.h"
 #include "base/units.h"
+#include "cache/disk_tier.h"
 #include "storage/content.h"
 #include "storage/directory_storage.h"
 #include "storage/synthetic.h"
@@ -23,7 +25,9 @@ SimulatedDataset LoadDataset(const Scenario& s) {
     d.sizes.resize(directory.num_samples());
     for (uint64_t i = 0; i < d.sizes.size(); ++i) d.sizes[i] = directory.SampleBytes(i);
     d.can_verify = directory.can_verify();  // a `stallscope gen` directory is verified
+    d.fingerprint = directory.Fingerprint();
   } else {
+    d.fingerprint = SyntheticFingerprint({.dataset = s.dataset, .seed = s.seed});
     d.sizes.resize(s.dataset.samples);
     for (uint64_t i = 0; i < d.sizes.size(); ++i) {
       d.sizes[i] = SampleSizeOf(s.seed, i, s.dataset.sample_size, s.dataset.sample_size_stdev);
@@ -102,6 +106,22 @@ uint64_t RankLoop::Token(uint32_t rank, int slot, uint32_t i) {
   return static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(slot) << 20 | i;
 }
 
+// What a real disk tier opened at o.path would start with: this dataset's entries there, admitted
+// as DiskTier admits them (by id, block-rounded, at time 0). Returns how many were admitted.
+uint64_t RankLoop::AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const {
+  std::error_code ec;
+  if (o.path.empty() || !std::filesystem::is_directory(o.path, ec)) return 0;
+  uint64_t admitted = 0;
+  std::vector<uint64_t> evicted;
+  for (const DiskSurvey::Entry& e : DiskTier::Survey(o.path, fingerprint_, n_, false).entries) {
+    evicted.clear();
+    if (policy.Admit(e.id, RoundUp(e.size, kBlockBytes), 0, evicted)) {
+      admitted = admitted + 1 - evicted.size();
+    }
+  }
+  return admitted;
+}
+
 // Cache sets: one per node, or one per rank (cache.scope: rank). A node has one disk: the
 // disk tiers of its ranks' cache sets read through one model, each rank io_depth deep.
 void RankLoop::SetupCaches(uint64_t R, size_t local_tiers) {
@@ -116,17 +136,21 @@ void RankLoop::SetupCaches(uint64_t R, size_t local_tiers) {
     cache.tiers.reserve(local_tiers);
     for (size_t t = 0; t < local_tiers; ++t) {
       const TierOptions& o = s_.cache_tiers[t];
-      EvictionPolicy* persistent = nullptr;
+      KeptDisk* persistent = nullptr;
       // (Not beside a distributed tier: its index of which node holds what starts empty.)
       if (o.kind == TierKind::kDisk && o.policy != PolicyKind::kBelady && !distributed_) {
         // A disk tier outlives the variant (a warm restart), unless it is cleared.
         const std::string key = fmt::format("{}|{}|{}|{}|{}{}", o.path, s_.seed, n_, max_bytes_,
                                             per_rank ? "rank-" : "", k);
-        auto& p = disks_[key];
-        if (!p || o.clear || p->capacity_bytes() != o.capacity || p->kind() != o.policy) {
-          p = EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr);
+        KeptDisk& kept = disks_[key];
+        const bool first = !kept.policy;
+        if (first || o.clear || kept.policy->capacity_bytes() != o.capacity ||
+            kept.policy->kind() != o.policy) {
+          kept = {EvictionPolicy::Make(o.policy, o.capacity, n_, nullptr), 0};
+          // A one-rank job on this host finds what a real run would: the directory's entries.
+          if (first && !o.clear && R == 1) kept.entries = AdmitEntriesOnDisk(o, *kept.policy);
         }
-        persistent = p.get();
+        persistent = &kept;
       }
       cache.tiers.emplace_back(o, n_, max_bytes_, oracle_.get(), persistent);
       if (o.kind == TierKind::kDisk && cache.disk_model < 0 && disk >= 0) {
@@ -153,6 +177,7 @@ void RankLoop::Setup() {
   sizes_ = std::move(dataset.sizes);
   max_bytes_ = dataset.max_sample_bytes;
   can_verify_ = dataset.can_verify;
+  fingerprint_ = std::move(dataset.fingerprint);
   if (n_ < R) {
     throw BadInput(fmt::format(
         "{}: cluster: {} ranks but only {} samples: every rank needs a shard of the dataset",

@@ -36,6 +36,7 @@ struct SimulatedDataset {
   std::vector<uint64_t> sizes;
   uint64_t max_sample_bytes = 0;
   bool can_verify = true;
+  std::string fingerprint;  // as the real storage's (a disk tier's manifest names it)
 };
 
 SimulatedDataset LoadDataset(const Scenario& s);
@@ -155,6 +156,7 @@ class RankLoop {
   static uint64_t Token(uint32_t rank, int slot, uint32_t i);
 
   void Setup();
+  uint64_t AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const;
   void SetupCaches(uint64_t ranks, size_t local_tiers);
 
   const std::vector<uint64_t>& Order(uint64_t epoch);
@@ -225,6 +227,7 @@ class RankLoop {
   std::vector<uint64_t> sizes_;
   uint64_t max_bytes_ = 0;
   bool can_verify_ = true;
+  std::string fingerprint_;
   bool memory_storage_ = false, distributed_ = false;
   RunPlan plan_;
   uint32_t cores_ = 1;  // per node

@@ -226,6 +226,7 @@ void RankLoop::Finish(SimulationResult& out) {
       sum.evictions += t.evictions;
       sum.bytes_held += t.bytes_held;
       sum.capacity += t.capacity;
+      sum.entries_at_start += t.entries_at_start;
     }
     rec.cache.push_back(sum);
   }

@@ -16,6 +16,7 @@
 #include "cache/cache.h"
 #include "cache/memory_tier.h"
 #include "cache/policy.h"
+#include "sim/simulator.h"
 
 namespace stallscope {
 
@@ -24,7 +25,7 @@ namespace stallscope {
 class SimTier {
  public:
   SimTier(const TierOptions& o, uint64_t num_ids, uint64_t max_item_bytes,
-          const AccessOracle* oracle, EvictionPolicy* persistent)
+          const AccessOracle* oracle, KeptDisk* persistent)
       : kind_(NameOf(o.kind)), policy_name_(NameOf(o.policy)), capacity_(o.capacity) {
     if (o.kind == TierKind::kMemory) {
       block_ = MemoryTier::BlockBytes(max_item_bytes);
@@ -40,8 +41,11 @@ class SimTier {
     } else {  // disk: one policy; entries charged in 4 KiB blocks
       block_ = kBlockBytes;
       if (persistent) {
-        shards_.push_back(persistent);
-        evictions_at_start_ = persistent->evictions();  // a real tier's count starts at open
+        shards_.push_back(persistent->policy.get());
+        kept_entries_ = &persistent->entries;
+        entries_at_start_ = persistent->entries;
+        evictions_at_start_ =
+            persistent->policy->evictions();  // a real tier's count starts at open
       } else {
         owned_.push_back(EvictionPolicy::Make(o.policy, o.capacity, num_ids, oracle));
         shards_.push_back(owned_.back().get());
@@ -74,6 +78,7 @@ class SimTier {
     if (!p->Admit(local, RoundUp(bytes, block_), now, scratch_)) return false;
     const uint64_t low = id & ((1u << shift_) - 1);
     for (uint64_t v : scratch_) evicted.push_back(v << shift_ | low);
+    if (kept_entries_) *kept_entries_ = *kept_entries_ + 1 - scratch_.size();
     return true;
   }
 
@@ -89,6 +94,7 @@ class SimTier {
       s.bytes_held += p->used_bytes();
     }
     s.evictions -= evictions_at_start_;
+    s.entries_at_start = entries_at_start_;
     return s;
   }
   // Evictions since the tier was built.
@@ -111,6 +117,8 @@ class SimTier {
   std::vector<uint64_t> scratch_;
   uint64_t hits_ = 0, misses_ = 0;
   uint64_t evictions_at_start_ = 0;
+  uint64_t entries_at_start_ = 0;     // a kept disk tier's entries when this run began
+  uint64_t* kept_entries_ = nullptr;  // a kept disk tier's count, kept up to date
 };
 
 }  // namespace stallscope

@@ -33,7 +33,10 @@
 // cluster waited for) and counts are summed over ranks.
 //
 // Disk tiers outlive a variant: a later variant of the same Simulator that names the same
-// path without `clear` starts from what the earlier one left (a warm restart).
+// path without `clear` starts from what the earlier one left (a warm restart). The first
+// simulation of a one-rank job to name a path without `clear` starts from what a real run
+// would find there: the entries of this dataset in that directory on this host
+// (DiskTier::Survey), admitted in the real tier's order.
 //
 // Thread-safety: a Simulator is used from one thread.
 #ifndef STALLSCOPE_SIM_SIMULATOR_H_
@@ -60,9 +63,14 @@ struct SimulationStats {
   double simulated_seconds = 0;  // simulated time it covered
 };
 
-// The disk tiers' policies a Simulator keeps between variants, by "path|dataset|node" (a later
-// variant naming the same path starts warm).
-using DiskPolicies = std::map<std::string, std::unique_ptr<EvictionPolicy>>;
+// A disk tier a Simulator keeps between variants: its policy and how many entries it holds.
+struct KeptDisk {
+  std::unique_ptr<EvictionPolicy> policy;
+  uint64_t entries = 0;
+};
+// The disk tiers a Simulator keeps between variants, by "path|dataset|node" (a later variant
+// naming the same path starts warm).
+using DiskPolicies = std::map<std::string, KeptDisk>;
 
 // What the simulated nodes' resources did, summed over nodes (for naming the one that binds).
 struct NodeUsage {
@@ -99,7 +107,8 @@ class Simulator {
   // function, pipeline/run_plan.h, over a rank's shard). Throws BadInput as Run() does.
   static RunPlan PlanFor(const Scenario& scenario);
 
-  // Forgets the disk tiers earlier variants left (each --max-accelerators trial starts cold).
+  // Forgets the disk tiers earlier variants left (each --max-accelerators trial and each
+  // advise point starts as the disk is now).
   void ForgetDisks() { disks_.clear(); }
 
  private:

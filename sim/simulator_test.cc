@@ -10,7 +10,10 @@
 #include <fstream>
 
 #include "app/runner.h"
+#include "cache/disk_tier.h"
 #include "sim/max_accelerators.h"
+#include "storage/content.h"
+#include "storage/synthetic.h"
 
 namespace stallscope {
 namespace {
@@ -185,6 +188,67 @@ TEST(Simulator, SameScenarioSameAnswer) {
   const VariantResult x = a.RunVariant(s), y = b.RunVariant(s);
   EXPECT_EQ(x.gpu_idle_fraction, y.gpu_idle_fraction);
   EXPECT_EQ(x.samples_delivered, y.samples_delivered);
+}
+
+// A kept disk tier (clear: false) in a one-rank simulation starts as a real tier opened there
+// would: the test leaves every other sample of the dataset in the directory with a real
+// DiskTier, and one epoch, which reads each sample once, hits exactly those. Entries of
+// another dataset, `clear: true` and a job of two ranks (whose tiers this host's directory
+// does not describe) start empty.
+TEST(Simulator, AKeptDiskTierStartsWithTheEntriesARealRunWouldFindThere) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stallscope-sim-disk-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Scenario s = StorageBound(1, 1, 100e6);
+  s.cache_tiers = {TierOptions{.kind = TierKind::kDisk,
+                               .path = dir.string(),
+                               .capacity = 1ULL << 30,
+                               .policy = PolicyKind::kFillOnce}};
+  const uint64_t n = s.dataset.samples;
+  uint64_t left = 0;
+  {
+    DiskTierOptions o;
+    o.tier = s.cache_tiers[0];
+    o.num_ids = n;
+    o.max_item_bytes = s.dataset.sample_size;
+    o.fingerprint = SyntheticFingerprint({.dataset = s.dataset, .seed = s.seed});
+    o.quiet = true;
+    DiskTier tier(o);
+    for (uint64_t id = 0; id < n; id += 2) {
+      const uint64_t size =
+          SampleSizeOf(s.seed, id, s.dataset.sample_size, s.dataset.sample_size_stdev);
+      tier.Admit(id, std::vector<std::byte>(size), 0);
+      if (++left % 16 == 0) tier.Flush();  // never more writes in flight than buffers
+    }
+    tier.Flush();
+    ASSERT_EQ(tier.Stats().write_drops, 0u);
+  }
+  ASSERT_EQ(DiskTier::Survey(dir.string(), SyntheticFingerprint({s.dataset, s.seed}), n, false)
+                .entries.size(),
+            left);
+
+  const VariantResult warm = Simulator().RunVariant(s);
+  ASSERT_EQ(warm.cache.size(), 1u);
+  EXPECT_EQ(warm.cache[0].entries_at_start, left);
+  EXPECT_EQ(warm.epochs[0].tiers[0].hits, left);
+
+  Scenario other = s;  // another dataset: its entries are not this one's
+  other.seed = s.seed + 1;
+  Scenario cleared = s;
+  cleared.cache_tiers[0].clear = true;
+  Scenario two_ranks = s;
+  two_ranks.cluster.gpus_per_node = 2;  // the same dataset, a shard of 640 samples each
+  for (const Scenario* c : {&other, &cleared, &two_ranks}) {
+    const VariantResult v = Simulator().RunVariant(*c);
+    EXPECT_EQ(v.cache[0].entries_at_start, 0u) << c->seed << " " << c->cluster.gpus_per_node;
+    EXPECT_EQ(v.epochs[0].tiers[0].hits, 0u);
+  }
+  // The simulation changes nothing on disk.
+  EXPECT_EQ(DiskTier::Survey(dir.string(), SyntheticFingerprint({s.dataset, s.seed}), n, false)
+                .entries.size(),
+            left);
+  std::filesystem::remove_all(dir);
 }
 
 // A directory read cold (DirectoryStorage::BeginEpoch): each epoch's first read waits until

@@ -49,11 +49,12 @@ bool SyntheticStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
   return data.size() == sizes_[sample] && MatchesContent(Key(sample), data, Label(sample));
 }
 
-std::string SyntheticStorage::Fingerprint() const {
-  return fmt::format("synthetic v2 seed={} samples={} mean={} stdev={}", dataset_.seed,
-                     dataset_.dataset.samples, dataset_.dataset.sample_size,
-                     dataset_.dataset.sample_size_stdev);
+std::string SyntheticFingerprint(const SyntheticDataset& d) {
+  return fmt::format("synthetic v2 seed={} samples={} mean={} stdev={}", d.seed, d.dataset.samples,
+                     d.dataset.sample_size, d.dataset.sample_size_stdev);
 }
+
+std::string SyntheticStorage::Fingerprint() const { return SyntheticFingerprint(dataset_); }
 
 // ---------------------------------------------------------------------------------------
 // MemoryStorage

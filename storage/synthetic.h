@@ -27,6 +27,9 @@ struct SyntheticDataset {
   uint64_t seed = kDefaultSeed;
 };
 
+// The dataset's identity as a disk tier's manifest records it (Storage::Fingerprint()).
+std::string SyntheticFingerprint(const SyntheticDataset& dataset);
+
 // Shared behaviour of the two synthetic storages: sizes, labels, verification.
 class SyntheticStorage : public Storage {
  public:
