@@ -64,8 +64,8 @@ struct AdviseOptions {
   std::string variant;         // resolved with the file's sets
   std::vector<Override> sets;  // --set, applied under every point
   double target_idle = 0.05;   // reach idle <= this
-  // Knob names to search (prefetch, workers, ram, policy, distributed, bandwidth, checkpoint,
-  // cores, nic); empty = all that apply.
+  // Knob names to search (prefetch, workers, io_depth, ram, policy, distributed, bandwidth,
+  // checkpoint, cores, nic); empty = all that apply.
   std::vector<std::string> knobs;
   uint32_t max_simulations = 0;  // 0 = 10% of the space, at least 20
   uint32_t threads = 0;          // simulations side by side; 0 = one per core

@@ -106,6 +106,14 @@ uint64_t RankLoop::Token(uint32_t rank, int slot, uint32_t i) {
   return static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(slot) << 20 | i;
 }
 
+// The scenario's dataset; a directory is listed once per Simulator.
+SimulatedDataset RankLoop::Dataset() const {
+  if (s_.storage.kind != StorageKind::kDirectory) return LoadDataset(s_);
+  auto& d = listed_[fmt::format("{}|{}", s_.dataset.path, s_.dataset.classes)];
+  if (!d) d = std::make_shared<const SimulatedDataset>(LoadDataset(s_));
+  return *d;
+}
+
 // What a real disk tier opened at o.path would start with: this dataset's entries there, admitted
 // as DiskTier admits them (by id, block-rounded, at time 0). Returns how many were admitted.
 uint64_t RankLoop::AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const {
@@ -172,7 +180,7 @@ void RankLoop::SetupCaches(uint64_t R, size_t local_tiers) {
 void RankLoop::Setup() {
   const auto& c = s_.cluster;
   const uint64_t R = static_cast<uint64_t>(c.nodes) * c.gpus_per_node;
-  SimulatedDataset dataset = LoadDataset(s_);
+  SimulatedDataset dataset = Dataset();
   n_ = dataset.sizes.size();
   sizes_ = std::move(dataset.sizes);
   max_bytes_ = dataset.max_sample_bytes;

@@ -47,9 +47,10 @@ RunPlan RankPlan(const Scenario& s, uint64_t samples_per_rank, uint64_t max_samp
 
 class RankLoop {
  public:
-  // `disks` and `s` are borrowed and must outlive the RankLoop. Every node is charged at
+  // `disks`, `listed` and `s` are borrowed and must outlive the RankLoop. Every node is charged at
   // s.cluster.node's rates.
-  RankLoop(DiskPolicies& disks, const Scenario& s) : node_(s.cluster.node), disks_(disks), s_(s) {}
+  RankLoop(DiskPolicies& disks, ListedDatasets& listed, const Scenario& s)
+      : node_(s.cluster.node), disks_(disks), listed_(listed), s_(s) {}
 
   SimulationResult Go();
 
@@ -156,6 +157,7 @@ class RankLoop {
   static uint64_t Token(uint32_t rank, int slot, uint32_t i);
 
   void Setup();
+  SimulatedDataset Dataset() const;
   uint64_t AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const;
   void SetupCaches(uint64_t ranks, size_t local_tiers);
 
@@ -220,6 +222,7 @@ class RankLoop {
 
   const NodeOptions& node_;
   DiskPolicies& disks_;
+  ListedDatasets& listed_;
   const Scenario& s_;
 
   // Constant after Setup().

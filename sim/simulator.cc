@@ -14,7 +14,7 @@ Simulator::Simulator() = default;
 Simulator::~Simulator() = default;
 
 SimulationResult Simulator::Run(const Scenario& scenario) {
-  RankLoop run(disks_, scenario);
+  RankLoop run(disks_, listed_, scenario);
   return run.Go();
 }
 

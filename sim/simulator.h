@@ -72,6 +72,10 @@ struct KeptDisk {
 // naming the same path starts warm).
 using DiskPolicies = std::map<std::string, KeptDisk>;
 
+struct SimulatedDataset;  // sim/rank_loop.h
+// Directories a Simulator has listed, by path (a grid of simulations lists its files once).
+using ListedDatasets = std::map<std::string, std::shared_ptr<const SimulatedDataset>>;
+
 // What the simulated nodes' resources did, summed over nodes (for naming the one that binds).
 struct NodeUsage {
   double seconds = 0;      // the simulated run's length
@@ -114,6 +118,7 @@ class Simulator {
  private:
   // Disk tiers' policies by "path|dataset|node", kept between variants.
   DiskPolicies disks_;
+  ListedDatasets listed_;
 };
 
 // The scenario as a real run on this host can measure it, for validating the simulator: one
