@@ -22,7 +22,7 @@
 #include "sim/host_model.h"
 #include "sim/simulator.h"
 #include "storage/generate.h"
-#include "tests/read_throttle.h"
+#include "tests/io_throttle.h"
 #include "tests/test_util.h"
 
 namespace stallscope {
@@ -49,9 +49,9 @@ struct Case {
   // reduction to 1 x 1 that leaves nothing to predict). "*" = every variant.
   std::map<std::string, std::string> skip = {};
   // Reads of the dataset's disk throttled to this many bytes (or reads) per second for the
-  // measurements and the real run (ReadThrottle); 0 = not throttled.
+  // measurements and the real run (IoThrottle); 0 = not throttled.
   uint64_t throttle = 0;
-  testing::ReadThrottle::Unit throttle_unit = testing::ReadThrottle::kBytes;
+  testing::IoThrottle::Unit throttle_unit = testing::IoThrottle::kBytes;
 };
 
 // What the comparisons showed, counted by kind, printed at the end.
@@ -99,7 +99,7 @@ void Validate(const Case& c, Simulator& sim) {
                   skip->second.c_str());
       continue;
     }
-    std::optional<testing::ReadThrottle> throttle;
+    std::optional<testing::IoThrottle> throttle;
     if (c.throttle > 0) {
       throttle.emplace(file.Resolve(variant, c.sets).dataset.path, c.throttle, c.throttle_unit);
       if (!throttle->ok()) {
@@ -248,7 +248,7 @@ TEST(SimulatorValidation, EveryShippedScenario) {
 // step.
 TEST(SimulatorValidation, DirectoryStorageThrottled) {
   testing::ScratchDir dir("simval-dir");
-  if (const testing::ReadThrottle probe(dir.path().string(), 200'000'000); !probe.ok()) {
+  if (const testing::IoThrottle probe(dir.path().string(), 200'000'000); !probe.ok()) {
     GTEST_SKIP() << "no disk throttle here: " << probe.why();
   } else {
     std::printf("reads throttled by %s\n", probe.kind().c_str());
@@ -275,7 +275,7 @@ TEST(SimulatorValidation, DirectoryStorageThrottledToReadsPerSecond) {
   constexpr uint64_t kReads = 2000;
   const std::string demo = DemoDirectory(dir.path());
   {
-    const testing::ReadThrottle throttle(demo, kReads, testing::ReadThrottle::kReads);
+    const testing::IoThrottle throttle(demo, kReads, testing::IoThrottle::kReads);
     if (!throttle.ok()) GTEST_SKIP() << "no disk throttle here: " << throttle.why();
     std::printf("reads throttled by %s to %llu reads/s\n", throttle.kind().c_str(),
                 static_cast<unsigned long long>(kReads));
@@ -294,7 +294,7 @@ TEST(SimulatorValidation, DirectoryStorageThrottledToReadsPerSecond) {
          "real_directory at 2,000 reads/s",
          "direct-io"};
   c.throttle = kReads;
-  c.throttle_unit = testing::ReadThrottle::kReads;
+  c.throttle_unit = testing::IoThrottle::kReads;
   Validate(c, SharedSimulator());
 }
 

@@ -1,11 +1,13 @@
-// This process's reads from the block device under a path, throttled to bytes or reads per
-// second by a cgroup made for it (you are root): cgroup v2's io.max (rbps= or riops=) where the
-// host's unified hierarchy has the io controller, else cgroup v1's
-// blkio.throttle.read_bps_device or read_iops_device. On destruction the process goes back to
-// its own cgroup and the new one is removed. ok() false, with why(), where the host offers
-// neither (a container without either controller, a path on no block device).
-#ifndef STALLSCOPE_TESTS_READ_THROTTLE_H_
-#define STALLSCOPE_TESTS_READ_THROTTLE_H_
+// This process's I/O to the block device under a path, throttled by a cgroup made for it (you
+// are root): reads to bytes or reads per second, or writes to bytes per second. cgroup v2's
+// io.max (rbps=, riops=, wbps=) where the host's unified hierarchy has the io controller, else
+// cgroup v1's blkio.throttle.read_bps_device, read_iops_device or write_bps_device (v1
+// throttles only O_DIRECT writes: buffered ones reach the disk from the kernel's writeback).
+// On destruction the process goes back to its own cgroup and the new one is removed. ok()
+// false, with why(), where the host offers neither (a container without either controller, a
+// path on no block device).
+#ifndef STALLSCOPE_TESTS_IO_THROTTLE_H_
+#define STALLSCOPE_TESTS_IO_THROTTLE_H_
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,10 +21,10 @@
 
 namespace stallscope::testing {
 
-class ReadThrottle {
+class IoThrottle {
  public:
-  enum Unit { kBytes, kReads };  // what the limit counts, per second
-  ReadThrottle(const std::string& path, uint64_t per_second, Unit unit = kBytes) {
+  enum Unit { kBytes, kReads, kWriteBytes };  // what the limit counts, per second
+  IoThrottle(const std::string& path, uint64_t per_second, Unit unit = kBytes) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || major(st.st_dev) == 0) {
       why_ = path + " is not on a block device";
@@ -39,8 +41,8 @@ class ReadThrottle {
     const std::string v2 = Mount("cgroup2");
     std::string v2_why;
     if (!v2.empty() && Controllers(v2 + "/cgroup.controllers").find(" io ") != std::string::npos) {
-      if (Make(v2, "", "/io.max",
-               fmt::format("{} {}={}", device, unit == kBytes ? "rbps" : "riops", per_second))) {
+      const char* key = unit == kBytes ? "rbps" : unit == kReads ? "riops" : "wbps";
+      if (Make(v2, "", "/io.max", fmt::format("{} {}={}", device, key, per_second))) {
         kind_ = "cgroup v2 io.max";
         return;
       }
@@ -53,23 +55,24 @@ class ReadThrottle {
       why_ = v2_why + "no cgroup v1 blkio controller here";
       return;
     }
-    const std::string v1_file =
-        unit == kBytes ? "/blkio.throttle.read_bps_device" : "/blkio.throttle.read_iops_device";
+    const std::string v1_file = unit == kBytes   ? "/blkio.throttle.read_bps_device"
+                                : unit == kReads ? "/blkio.throttle.read_iops_device"
+                                                 : "/blkio.throttle.write_bps_device";
     if (Make(v1, "blkio", v1_file, fmt::format("{} {}", device, per_second))) {
       kind_ = "cgroup v1 blkio";
       return;
     }
     why_ = v2_why + why_;
   }
-  ~ReadThrottle() {
+  ~IoThrottle() {
     if (group_.empty()) return;
     if (!Put(home_ + "/cgroup.procs", std::to_string(getpid())) || rmdir(group_.c_str()) != 0) {
       ADD_FAILURE() << "could not leave and remove " << group_
-                    << ": this process's disk reads may stay throttled";
+                    << ": this process's disk I/O may stay throttled";
     }
   }
-  ReadThrottle(const ReadThrottle&) = delete;
-  ReadThrottle& operator=(const ReadThrottle&) = delete;
+  IoThrottle(const IoThrottle&) = delete;
+  IoThrottle& operator=(const IoThrottle&) = delete;
   bool ok() const { return !group_.empty(); }
   const std::string& why() const { return why_; }
   const std::string& kind() const { return kind_; }  // which mechanism throttles
@@ -150,4 +153,4 @@ class ReadThrottle {
 
 }  // namespace stallscope::testing
 
-#endif  // STALLSCOPE_TESTS_READ_THROTTLE_H_
+#endif  // STALLSCOPE_TESTS_IO_THROTTLE_H_
