@@ -49,11 +49,20 @@ bool DecodeJpegSample(JpegDecoder& decoder, RgbImage& img, const std::byte* data
   const float y0 = (static_cast<float>(h) - static_cast<float>(size) / s) / 2;
   if (s == 1.0f && w >= size && h >= size) {  // a plain centre crop
     const int cx = (w - size) / 2, cy = (h - size) / 2;
+    // One row's three planes at a time, the channel constants in registers and no aliasing:
+    // GCC vectorizes the stride-3 loads (59 µs an image here against 77 µs per channel in
+    // the inner loop; the same floats).
+    const float s0 = scale[0], s1 = scale[1], s2 = scale[2];
+    const float h0 = shift[0], h1 = shift[1], h2 = shift[2];
     for (int y = 0; y < size; ++y) {
-      const uint8_t* row = px + (static_cast<size_t>(cy + y) * w + cx) * 3;
+      const uint8_t* __restrict row = px + (static_cast<size_t>(cy + y) * w + cx) * 3;
+      float* __restrict r = out + static_cast<size_t>(y) * size;
+      float* __restrict g = r + plane;
+      float* __restrict b = g + plane;
       for (int x = 0; x < size; ++x) {
-        for (int c = 0; c < 3; ++c)
-          out[c * plane + y * size + x] = row[x * 3 + c] * scale[c] + shift[c];
+        r[x] = row[3 * x] * s0 + h0;
+        g[x] = row[3 * x + 1] * s1 + h1;
+        b[x] = row[3 * x + 2] * s2 + h2;
       }
     }
     return true;

@@ -339,6 +339,44 @@ TEST(Preprocess, CostIsTheWorkerThreadsCpuTimeWhateverTheCalibration) {
   EXPECT_NEAR(cpu, 0.02, 0.0005) << "beside busy threads, wall " << wall;
 }
 
+// At the native scale the crop is the decoded image's centre 224×224, pixel for pixel: each
+// output float is (v / 255 − mean) / std of the decoded pixel (the decoder's own RGB, left in
+// the scratch image) at the same place and channel. A gradient image, so a pixel or channel
+// taken from the wrong place shows.
+TEST(JpegDecode, TheCentreCropIsTheDecodedPixelsNormalizedPlaneByPlane) {
+  JpegEncoder encoder;
+  JpegDecoder decoder;
+  RgbImage scratch;
+  constexpr int kSide = 256, kCrop = 224, kOff = (kSide - kCrop) / 2;
+  std::vector<uint8_t> image(kSide * kSide * 3);
+  for (int y = 0; y < kSide; ++y) {
+    for (int x = 0; x < kSide; ++x) {
+      uint8_t* p = &image[(y * kSide + x) * 3];
+      p[0] = static_cast<uint8_t>(x);
+      p[1] = static_cast<uint8_t>(y);
+      p[2] = static_cast<uint8_t>((x * 3 + y * 5) & 255);
+    }
+  }
+  const std::vector<std::byte> jpeg = encoder.Encode(image.data(), kSide, kSide, 95);
+  std::vector<float> out(JpegSampleFloats(kCrop));
+  std::string why;
+  ASSERT_TRUE(DecodeJpegSample(decoder, scratch, jpeg.data(), jpeg.size(), kCrop, out.data(), &why))
+      << why;
+  ASSERT_EQ(scratch.width, kSide);
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, stdev[3] = {0.229f, 0.224f, 0.225f};
+  int wrong = 0;
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < kCrop; ++y) {
+      for (int x = 0; x < kCrop; ++x) {
+        const uint8_t v = scratch.pixels[((y + kOff) * kSide + x + kOff) * 3 + c];
+        const float expect = (v / 255.f - mean[c]) / stdev[c];
+        wrong += std::abs(out[(c * kCrop + y) * kCrop + x] - expect) > 1e-5f;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "of " << 3 * kCrop * kCrop << " floats";
+}
+
 // jpeg-decode is torchvision's Resize(256) + CenterCrop(224) + ToTensor + Normalize: a flat
 // colour comes back as (v / 255 − mean) / std in every pixel of every channel plane, at the
 // native scale (256×256), through DCT scaling and resampling (1024×768) alike.
