@@ -82,8 +82,13 @@ class RankLoop {
     bool snapshot_waits = false;  // async: the next snapshot waits for the writes in flight
     uint32_t pending_ranks = 0;   // ranks with writes left
     std::vector<uint64_t> left, inflight;  // per rank
-    uint64_t next_step = 0;                // the step the device waits to start
-    size_t writing = 0;                    // the span whose writes are in flight
+    // Per rank: when its own writes of the last span ended, and when its own device could
+    // resume (for the step released_step): its own writes, or its own snapshot, done. The
+    // rest of a rank's wait, for the other ranks' writes, is sync.
+    std::vector<double> rank_done, rank_released;
+    uint64_t released_step = UINT64_MAX;
+    uint64_t next_step = 0;  // the step the device waits to start
+    size_t writing = 0;      // the span whose writes are in flight
     std::unique_ptr<CheckpointSchedule> schedule;
     std::vector<CheckpointSpan> spans;
   };

@@ -55,6 +55,8 @@ void RankLoop::SetupCheckpoints() {
   }
   ckpt_.left.assign(R, 0);
   ckpt_.inflight.assign(R, 0);
+  ckpt_.rank_done.assign(R, 0);
+  ckpt_.rank_released.assign(R, 0);
   ckpt_.schedule = std::make_unique<CheckpointSchedule>(c);
 }
 
@@ -90,6 +92,12 @@ void RankLoop::OnSnapshotDone(double t) {
   Arm(ckpt_.model);
   if (ckpt_.async) {
     span.resumed = t;
+    // A snapshot that waited for the writes in flight: each rank's own could start when its
+    // own writes ended.
+    for (uint32_t r = 0; r < ranks_.size(); ++r) {
+      ckpt_.rank_released[r] =
+          span.waited_for_previous ? std::min(t, ckpt_.rank_done[r] + ckpt_.snapshot) : t;
+    }
     ReleaseDevice(t);
   }
 }
@@ -108,11 +116,14 @@ void RankLoop::OnCheckpointWrite(uint32_t r, double t) {
   --ckpt_.inflight[r];
   FeedWrites(r, t);
   Arm(ckpt_.model);
-  if (ckpt_.left[r] > 0 || ckpt_.inflight[r] > 0 || --ckpt_.pending_ranks > 0) return;
+  if (ckpt_.left[r] > 0 || ckpt_.inflight[r] > 0) return;
+  ckpt_.rank_done[r] = t;
+  if (--ckpt_.pending_ranks > 0) return;
   CheckpointSpan& span = ckpt_.spans[ckpt_.writing];
   span.write_end = t;
   if (!ckpt_.async) {
     span.resumed = t;
+    ckpt_.rank_released = ckpt_.rank_done;
     ReleaseDevice(t);
   } else if (ckpt_.snapshot_waits) {
     ckpt_.snapshot_waits = false;
@@ -122,6 +133,7 @@ void RankLoop::OnCheckpointWrite(uint32_t r, double t) {
 
 void RankLoop::ReleaseDevice(double t) {
   ckpt_.blocking = false;
+  ckpt_.released_step = ckpt_.next_step;
   if (ckpt_.next_step < total_) records_[ckpt_.next_step].checkpoint_done = t;
   TryStep(t);
 }

@@ -129,9 +129,12 @@ void RankLoop::TryStep(double t) {
     const double previous_end = records_[b - 1].step_end;
     BatchRecord mine;
     mine.step_start = mine.sync_done = t;
-    mine.checkpoint_done = rec.checkpoint_done;
     if (rank_stalls_.empty()) rank_stalls_.resize(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r) {
+      // A checkpoint before this step: the rank's own part of it is checkpoint, its wait for
+      // the other ranks' parts sync.
+      mine.checkpoint_done =
+          b == ckpt_.released_step ? ckpt_.rank_released[r] : rec.checkpoint_done;
       const Rank::Copied& c = ranks_[r].copied[b & 1];
       mine.fetch_done = c.fetch_done;
       mine.preprocess_done = c.preprocess_done;

@@ -97,6 +97,25 @@ TEST(Checkpoint, SimulatedSyncAddsSizeOverBandwidthAndAsyncOnlyTheSnapshot) {
   EXPECT_NEAR(slow_copy.stall.checkpoint / InWindow(30), snapshot, 0.05 * snapshot);
 }
 
+// Two ranks write their halves of a sync checkpoint one 1 MiB block at a time each, taking
+// turns on one 200 MB/s write model: the whole takes 32 MiB / 200 MB/s = 168 ms, and one rank's
+// last block ends one block (5.2 ms) before the other's. Each rank's wait for its own writes
+// is `checkpoint`, its wait for the other rank's `sync`: per checkpoint, the mean over the two
+// ranks is 168 - 2.6 ms of checkpoint and 2.6 ms of sync.
+TEST(Checkpoint, EachRankWaitsForItsOwnWritesAsCheckpointAndTheOthersAsSync) {
+  Simulator sim;
+  const VariantResult v = sim.RunVariant(
+      ScenarioFromYaml(kBase + "cluster: {gpus_per_node: 2}\n" +
+                       "checkpoint: {every: 20, size: 32MiB, io_depth: 1, mode: sync}\n"));
+  ASSERT_TRUE(v.checkpoints);
+  const double n = 2;  // after steps 19 and 39 of each rank's 50
+  const double whole = kCheckpointBytes / kWriteBandwidth, block = (1 << 20) / kWriteBandwidth;
+  std::printf("per checkpoint: checkpoint %.4f s, sync %.4f s\n", v.stall.checkpoint / n,
+              v.stall.sync / n);
+  EXPECT_NEAR(v.stall.sync / n, block / 2, 0.1 * block / 2);
+  EXPECT_NEAR(v.stall.checkpoint / n, whole - block / 2, 0.05 * whole);
+}
+
 // MLPerf Storage v2.0's Llama 3 1T checkpoint (18 TB) from 1,024 ranks to 1 TB/s: 18 s a
 // checkpoint, three in the window (the scenario's header works it out).
 // A multi-rank job with an `interval` schedule checkpoints where the ranks agreed at the

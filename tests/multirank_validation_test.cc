@@ -192,7 +192,8 @@ class MultiRankValidation : public Cli {
       // holds to 3 pp there; its split into `sync` moved 20.8-25.3% real against 21.5%
       // simulated for the same `cached` variant (2026-12-02, 8 runs, one CI run): 5 pp.
       const double sync_tolerance =
-          layout.nodes == 1 ? std::max(tolerance, kSharedCoresSyncTolerance) : tolerance;
+          std::max(layout.nodes == 1 ? std::max(tolerance, kSharedCoresSyncTolerance) : tolerance,
+                   sync_tolerance_);
       near(sim_sync, sync, sync_tolerance, what + ": sync, simulated against real");
     }
   }
@@ -204,7 +205,8 @@ class MultiRankValidation : public Cli {
   }
 
   Simulator simulator_;
-  double largest_ = 0;  // over the informative comparisons, idle and sync, pp
+  double sync_tolerance_ = 0;  // a test's own, where larger than the layout's
+  double largest_ = 0;         // over the informative comparisons, idle and sync, pp
   int informative_ = 0;
   testing::HostCpuWatch::Taken taken_;  // by the rest of the host during the last job
 };
@@ -220,6 +222,31 @@ TEST_F(MultiRankValidation, ColdVsCached) {
 // One rank's preprocessing is 3x slower: the other waits for it as sync, on both sides.
 TEST_F(MultiRankValidation, Straggler) {
   const std::string file = std::string(STALLSCOPE_SCENARIOS) + "/straggler.yaml";
+  for (const Layout& l : kLayouts) Compare(file, {}, l);
+}
+
+// Checkpoints of a 2-rank job (#17): each rank writes its half of 64 MiB to the shared
+// simulated storage its loader reads from (200 MB/s), sync every 10 steps of 40 ms and async
+// every 5 (its writes then outlast the steps between, so the snapshot waits for them). On
+// both sides a rank's wait for its own writes is `checkpoint` and for the other rank's
+// `sync`. The step barrier's wake-up, which the simulator does not model (the fed variants
+// above), is real `sync` the simulator does not have: about 1.5 ms a step on this VM's two
+// cores, 2.1-2.4 pp of these 40 ms steps (five runs, 2026-12-04); its share moved 3-15% in
+// the fed variants from day to day, so `sync` is held to 5 pp here in both layouts, and the
+// idle to 3 pp as everywhere.
+TEST_F(MultiRankValidation, Checkpoints) {
+  sync_tolerance_ = kSharedCoresSyncTolerance;
+  const std::string file = Write("checkpoints.yaml", R"(name: checkpoints
+dataset: {samples: 3200, sample_size: 16KiB}
+storage: {kind: simulated, bandwidth: 200MB/s}
+loader: {batch_size: 32, prefetch: 4, workers: 1, preprocess: none}
+gpu: {device: emulated, step_time: 40ms}
+run: {epochs: 1}
+checkpoint: {every: 10, size: 64MiB, mode: sync}
+variants:
+  sync: {}
+  async: {checkpoint.mode: async, checkpoint.every: 5}
+)");
   for (const Layout& l : kLayouts) Compare(file, {}, l);
 }
 
