@@ -14,6 +14,7 @@
 #include "storage/checkpoint_store.h"
 #include "tests/cli_util.h"
 #include "tests/io_throttle.h"
+#include "tests/store_rate.h"
 
 namespace stallscope {
 namespace {
@@ -206,25 +207,8 @@ TEST(Checkpoint, SimulateAgreesWithRealRunsOnAThrottledDirectory) {
   const testing::IoThrottle throttle(dir.path().string(), static_cast<uint64_t>(kThrottle),
                                      testing::IoThrottle::kWriteBytes);
   if (!throttle.ok()) GTEST_SKIP() << "cannot throttle writes here: " << throttle.why();
-  std::unique_ptr<std::byte[], decltype(&std::free)> buf(
-      static_cast<std::byte*>(std::aligned_alloc(4096, kBytes)), &std::free);
-  std::memset(buf.get(), 0x5a, kBytes);
-  // Nine checkpoints written `apart` seconds apart; the rate of the last eight (the first one
-  // starts from rest whatever `apart` is).
-  const auto measure = [&](double apart) {
-    DirectoryCheckpointStore store(
-        {.path = path, .fsync = true, .direct = true, .keep = 1, .block = 1 << 20, .depth = 8});
-    double writing = 0;
-    for (int i = 0; i < 9; ++i) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(apart));  // the steps between
-      const double t0 = MonotonicSeconds();
-      store.Write(i + 1, {buf.get(), kBytes});
-      if (i > 0) writing += MonotonicSeconds() - t0;
-    }
-    std::filesystem::remove_all(path);
-    return 8 * kBytes / writing;
-  };
-  const double back_to_back = measure(0), apart = measure(kStepsApart);
+  const double back_to_back = testing::StoreWriteRate(path, kBytes, 1, 0),
+               apart = testing::StoreWriteRate(path, kBytes, 1, kStepsApart);
   std::printf(
       "store alone under %s at %.0f MB/s: %.0f MB/s back to back, %.0f MB/s %.0f ms "
       "apart\n",

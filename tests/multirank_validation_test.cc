@@ -20,7 +20,9 @@
 #include "sim/host_model.h"
 #include "sim/simulator.h"
 #include "tests/cli_util.h"
+#include "tests/io_throttle.h"
 #include "tests/mpirun.h"
+#include "tests/store_rate.h"
 #include "tests/timing.h"
 
 namespace stallscope::cli {
@@ -248,6 +250,47 @@ variants:
   async: {checkpoint.mode: async, checkpoint.every: 5}
 )");
   for (const Layout& l : kLayouts) Compare(file, {}, l);
+}
+
+// The same to a real directory (#17), both ranks' O_DIRECT writes throttled together to
+// 150 MB/s by a cgroup the test makes (the ranks, started after it, are in it too), as
+// Checkpoint.SimulateAgreesWithRealRunsOnAThrottledDirectory does for one rank: the store's
+// rate measured first with two ranks writing together as the job writes, back to back for
+// `async` (every 10 steps of 10 ms) and 300 ms apart for `sync` (every 30), and `simulate`
+// told that rate (checkpoint.bandwidth, shared by the ranks) and nothing else about the disk.
+// Disabled in the suite: on this VM (2026-12-04, ten runs) async agreed within 0.3 pp in
+// two epochs, but sync ran 1.3-2.5 pp more idle than simulated every time (the two ranks'
+// rested writes slower in the job than in the measurement), too near 3 pp to hold on another
+// host, and one run of the one-epoch form missed by 3.8 pp. Run it by hand with
+// --gtest_also_run_disabled_tests.
+TEST_F(MultiRankValidation, DISABLED_CheckpointsToAThrottledDirectory) {
+  const std::string path = (dir_.path() / "ck").string();
+  constexpr double kThrottle = 150e6;
+  constexpr uint64_t kHalf = 16 << 20;  // each rank's half of 32 MiB
+  const testing::IoThrottle throttle(dir_.path().string(), static_cast<uint64_t>(kThrottle),
+                                     testing::IoThrottle::kWriteBytes);
+  if (!throttle.ok()) GTEST_SKIP() << "cannot throttle writes here: " << throttle.why();
+  const double back_to_back = testing::StoreWriteRate(path, kHalf, 2, 0);
+  const double apart = testing::StoreWriteRate(path, kHalf, 2, 0.3);
+  std::printf(
+      "two ranks' stores under %s at %.0f MB/s: %.0f MB/s back to back, %.0f MB/s "
+      "300 ms apart\n",
+      throttle.kind().c_str(), kThrottle / 1e6, back_to_back / 1e6, apart / 1e6);
+  EXPECT_NEAR(back_to_back, kThrottle, 0.15 * kThrottle);
+  const std::string file = Write("checkpoints-dir.yaml", fmt::format(R"(name: checkpoints-dir
+dataset: {{samples: 6400, sample_size: 16KiB}}
+storage: {{kind: simulated, bandwidth: 400MB/s}}
+loader: {{batch_size: 32, prefetch: 4, workers: 1, preprocess: none}}
+gpu: {{device: emulated, step_time: 10ms}}
+run: {{epochs: 2}}
+checkpoint: {{size: 32MiB, path: {}, direct: true, keep: 1}}
+variants:
+  sync: {{checkpoint.every: 30, checkpoint.bandwidth: {:.0f}B/s}}
+  async: {{checkpoint.every: 10, checkpoint.mode: async, checkpoint.bandwidth: {:.0f}B/s}}
+)",
+                                                                     path, apart, back_to_back));
+  sync_tolerance_ = kSharedCoresSyncTolerance;  // the step barrier's wake-up (above)
+  Compare(file, {}, kLayouts[0]);
 }
 
 }  // namespace
