@@ -107,6 +107,7 @@ int BenchDirCommand(const BenchDirCommandOptions& options);
 
 struct KernelsCommandOptions {
   std::string sizes = "1024,4096,8192";
+  std::string shapes;  // extra MxNxK shapes for the bf16 tensor-core rungs, comma-separated
   std::string json;
   std::string profile;  // a directory: ncu on every rung (app/kernel_profile.h)
   bool quiet = false;

@@ -78,7 +78,7 @@ TEST(GemmLadder, EveryKernelMatchesTheReference) {
   STALLSCOPE_CUDA(cudaMemcpy(da16.get(), a16.data(), a.size() * 2, cudaMemcpyHostToDevice));
   STALLSCOPE_CUDA(cudaMemcpy(db16.get(), b16.data(), b.size() * 2, cudaMemcpyHostToDevice));
   STALLSCOPE_CUDA(cudaMemcpy(dbt16.get(), bt16.data(), b.size() * 2, cudaMemcpyHostToDevice));
-  for (int v = 0; v <= static_cast<int>(GemmKernel::kWgmmaBf16); ++v) {
+  for (int v = 0; v <= static_cast<int>(kLastGemmKernel); ++v) {
     const auto kernel = static_cast<GemmKernel>(v);
     if (!GemmKernelRunsHere(kernel)) continue;
     ASSERT_EQ(GemmShapeError(kernel, m, n, k), "");
@@ -101,6 +101,47 @@ TEST(GemmLadder, EveryKernelMatchesTheReference) {
     EXPECT_LT(std::sqrt(diff / norm), half ? 1e-2 : 1e-5) << GemmKernelName(kernel);
   }
   EXPECT_NE(GemmShapeError(GemmKernel::kDoubleBuffered, 100, 128, 32), "");
+}
+
+// Rung 9's persistent grid: more output tiles than SMs, so each block walks several tiles, and
+// a K of 5 k-tiles, so the ring's 4 stages change phase in the middle of a tile. The reference
+// is cuBLAS bf16 on the same bf16 inputs (only the order of fp32 additions differs).
+TEST(GemmLadder, TheTmaRungWalksMoreTilesThanSmsAcrossRingPhases) {
+  REQUIRE_GPU();
+  if (!GemmKernelRunsHere(GemmKernel::kTmaWgmmaBf16)) GTEST_SKIP() << "not a Hopper GPU";
+  const int m = 2048, n = 4096, k = 320;
+  ASSERT_EQ(GemmShapeError(GemmKernel::kTmaWgmmaBf16, m, n, k), "");
+  DeviceBuffer<float> a(m * k), b(k * n), bt(k * n), c(m * n), ref(m * n);
+  DeviceBuffer<uint16_t> a16(m * k), b16(k * n), bt16(k * n);
+  STALLSCOPE_CUDA(FillUniform(a.get(), m * k, 11, nullptr));
+  STALLSCOPE_CUDA(FillUniform(b.get(), k * n, 12, nullptr));
+  STALLSCOPE_CUDA(Transpose(b.get(), k, n, bt.get(), nullptr));
+  STALLSCOPE_CUDA(ToBf16(a.get(), m * k, a16.get(), nullptr));
+  STALLSCOPE_CUDA(ToBf16(b.get(), k * n, b16.get(), nullptr));
+  STALLSCOPE_CUDA(ToBf16(bt.get(), k * n, bt16.get(), nullptr));
+  STALLSCOPE_CUDA(FillNaN(c.get(), m * n, nullptr));
+  STALLSCOPE_CUDA(
+      LaunchGemm(GemmKernel::kTmaWgmmaBf16, m, n, k, a16.get(), bt16.get(), c.get(), nullptr));
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  const float one = 1, zero = 0;
+  STALLSCOPE_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b16.get(), CUDA_R_16BF,
+                                 n, a16.get(), CUDA_R_16BF, k, &zero, ref.get(), CUDA_R_32F, n,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  STALLSCOPE_CUDA(cudaDeviceSynchronize());
+  cublasDestroy(h);
+  std::vector<float> got(m * n), want(m * n);
+  STALLSCOPE_CUDA(cudaMemcpy(got.data(), c.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+  STALLSCOPE_CUDA(cudaMemcpy(want.data(), ref.get(), want.size() * 4, cudaMemcpyDeviceToHost));
+  double diff = 0, norm = 0;
+  int bad = 0;
+  for (int i = 0; i < m * n; ++i) {
+    if (!std::isfinite(got[i])) ++bad;
+    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  EXPECT_EQ(bad, 0) << "elements left unwritten";
+  EXPECT_LT(std::sqrt(diff / norm), 1e-5);
 }
 
 // The own-GEMM path (transposes + ladder kernel) trains exactly like cuBLAS.
@@ -255,12 +296,18 @@ TEST(KernelLadder, SmallSizeValidatesEveryVersion) {
   REQUIRE_GPU();
   LadderOptions o;
   o.sizes = {512};
+  o.shapes = {{256, 512, 1024}};
   const LadderResult r = RunKernelLadder(o);
-  ASSERT_EQ(r.rows.size(), 10u);
+  // 9 rungs and 2 cuBLAS at 512³; rungs 7–9 and cuBLAS bf16 at the extra shape.
+  ASSERT_EQ(r.rows.size(), 15u);
   for (const LadderRow& row : r.rows) {
     EXPECT_TRUE(row.ran && row.valid) << row.kernel << " error " << row.relative_error;
     EXPECT_GT(row.tflops, 0) << row.kernel;
+    const bool own_bf16 = row.precision == "bf16" && row.kernel != "cuBLAS bf16";
+    EXPECT_EQ(row.alternated_pairs, own_bf16 ? kAlternatedPairs : 0) << row.kernel;
+    if (own_bf16) EXPECT_NEAR(row.percent_of_cublas, 100 * row.cublas_ms / row.ms, 1e-9);
   }
+  EXPECT_EQ(r.rows.back().shape.k, 1024);
   EXPECT_GT(r.copy_bandwidth, 1e11);
 }
 

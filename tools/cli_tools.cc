@@ -152,6 +152,9 @@ CLI::App* AddKernels(CLI::App& app, KernelsCommandOptions& ko) {
       "each version validated against a float64 reference, then timed with CUDA events");
   kernels->add_option("--sizes", ko.sizes, "Matrix sizes n (n x n x n), multiples of 256")
       ->capture_default_str();
+  kernels->add_option("--shapes", ko.shapes,
+                      "Extra non-square shapes MxNxK (e.g. 256x16384x4096, an MLP layer's), "
+                      "comma-separated, run by the bf16 tensor-core rungs and cuBLAS bf16");
   kernels->add_option("--json", ko.json, "Write every row to this JSON file");
   kernels->add_option("--profile", ko.profile,
                       "Also run Nsight Compute (ncu) on every rung with a fixed metric set (SM, "

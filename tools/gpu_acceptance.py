@@ -42,6 +42,10 @@ H2D_FRACTION_OF_PLAIN_MIN = 0.9  # pipeline H2D >= 90% of a plain pinned copy
 LADDER_SIZE = 4096  # the ladder checks compare kernels at n = 4096
 OWN_FP32_PERCENT_OF_CUBLAS_MIN = 80  # best own fp32 GEMM >= 80% of cuBLAS
 OWN_BF16_PERCENT_OF_CUBLAS_MIN = 50  # best own bf16 tensor-core GEMM >= 50% of cuBLAS
+RUNG9 = "9 tma-wgmma bf16"
+RUNG9_SIZES = (4096, 8192)  # issue #20: rung 9 >= 80% of cuBLAS bf16 at 4096³ and 8192³
+RUNG9_PERCENT_OF_CUBLAS_MIN = 80
+ALTERNATED_PAIRS_MIN = 20  # ... as the median of >= 20 runs alternated with cuBLAS
 
 
 class MissingInput(Exception):
@@ -190,6 +194,21 @@ def check_best_own_bf16_tensor_core_gemm_near_cublas(inp):
     r = inp.own_best_at_ladder_size("bf16")
     yield (None, r["percent_of_cublas"] >= OWN_BF16_PERCENT_OF_CUBLAS_MIN,
            f"{r['kernel']}: {r['tflops']:.1f} TFLOP/s = {r['percent_of_cublas']:.0f}%")
+
+
+@check("rung 9 >= 80% cuBLAS bf16, alternated")
+def check_rung9_near_cublas(inp):
+    """Rung 9 at 4096³ and 8192³: >= 80% of cuBLAS bf16, from >= 20 alternated pairs."""
+    rows = inp.json("kernels.json")["rows"]
+    for size in RUNG9_SIZES:
+        found = [r for r in rows if r["size"] == size and r["kernel"] == RUNG9]
+        if not found:
+            raise MissingInput(f"no {RUNG9} row at size {size} in kernels.json")
+        r = found[0]
+        ok = (r["valid"] and r["percent_of_cublas"] >= RUNG9_PERCENT_OF_CUBLAS_MIN
+              and r.get("alternated_pairs", 0) >= ALTERNATED_PAIRS_MIN)
+        yield (f"({size})", ok, f"{r['tflops']:.1f} TFLOP/s = {r['percent_of_cublas']:.1f}%, "
+               f"{r.get('alternated_pairs', 0)} pairs")
 
 
 @check("GPU test suite")

@@ -73,7 +73,9 @@ CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 sanitizer_rc=0
 if [ -x "$CS" ]; then
   for tool in memcheck racecheck; do
-    "$CS" --tool $tool --error-exitcode 9 "$B/bin/cuda_device_test" \
+    # cuBLAS's bf16 kernels (nvjet_*, the reference of the rung-9 test) are left out: racecheck
+    # flags hazards inside them that are cuBLAS's own, not this project's.
+    "$CS" --tool $tool --error-exitcode 9 --kernel-name-exclude kns=nvjet "$B/bin/cuda_device_test" \
       --gtest_filter='GemmLadder.*:MlpModel.*' >"$OUT/sanitizer-$tool.log" 2>&1
     rc=$?
     echo "$tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"

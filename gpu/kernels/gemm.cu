@@ -22,6 +22,7 @@
 //                     no register fragments), asynchronously, one k-tile in flight while the
 //                     next is issued; tiles 128×256×64 in 128-byte-swizzled K-major layout,
 //                     filled by a 4-stage cp.async pipeline. B is given transposed (N×K).
+//   9 tma-wgmma       gemm_tma.cu: TMA producer warp, consumer warpgroups, persistent grid.
 //
 // cuBLAS (fp32 SGEMM and bf16 GemmEx) is the bar; the ladder's driver is gpu/kernel_ladder.cc.
 #include <cuda_bf16.h>
@@ -30,6 +31,7 @@
 #include <cstdlib>
 
 #include "gpu/kernels/gemm.h"
+#include "gpu/kernels/gemm_tma.h"
 #include "gpu/kernels/wgmma.cuh"
 
 namespace stallscope::gpu {
@@ -494,17 +496,6 @@ cudaError_t LaunchWgmmaConfigured(int m, int n, int k, const void* a, const void
   }
 }
 
-bool WgmmaSupported() {
-  static const bool ok = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return false;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return major == 9 && minor == 0;
-  }();
-  return ok;
-}
-
 }  // namespace
 
 const char* GemmKernelName(GemmKernel k) {
@@ -525,22 +516,26 @@ const char* GemmKernelName(GemmKernel k) {
       return "7 tensor-core bf16";
     case GemmKernel::kWgmmaBf16:
       return "8 wgmma bf16";
+    case GemmKernel::kTmaWgmmaBf16:
+      return "9 tma-wgmma bf16";
   }
   return "?";
 }
 
 bool GemmKernelIsBf16(GemmKernel k) {
-  return k == GemmKernel::kTensorCoreBf16 || k == GemmKernel::kWgmmaBf16;
+  return k == GemmKernel::kTensorCoreBf16 || GemmKernelTakesTransposedB(k);
 }
 
-bool GemmKernelTakesTransposedB(GemmKernel k) { return k == GemmKernel::kWgmmaBf16; }
+bool GemmKernelTakesTransposedB(GemmKernel k) {
+  return k == GemmKernel::kWgmmaBf16 || k == GemmKernel::kTmaWgmmaBf16;
+}
 
-bool GemmKernelRunsHere(GemmKernel k) { return k != GemmKernel::kWgmmaBf16 || WgmmaSupported(); }
+bool GemmKernelRunsHere(GemmKernel k) { return !GemmKernelTakesTransposedB(k) || WgmmaRunsHere(); }
 
 std::string GemmShapeError(GemmKernel k, int64_t m, int64_t n, int64_t k_dim) {
   if (m <= 0 || n <= 0 || k_dim <= 0) return "dimensions must be positive";
   if (m > (1 << 30) || n > (1 << 30) || k_dim > (1 << 30)) return "dimensions must be below 2^30";
-  if (k == GemmKernel::kWgmmaBf16) {
+  if (GemmKernelTakesTransposedB(k)) {
     if (m % 128 || n % 256) return "M must be a multiple of 128 and N of 256";
     if (k_dim % 64) return "K must be a multiple of 64";
     return "";
@@ -583,8 +578,11 @@ cudaError_t LaunchGemm(GemmKernel kernel, int64_t m64, int64_t n64, int64_t k64,
     case GemmKernel::kTensorCoreBf16:
       return LaunchTensorCoreConfigured(m, n, k, a, b, c, stream);
     case GemmKernel::kWgmmaBf16:
-      if (!WgmmaSupported()) return cudaErrorNotSupported;
+      if (!WgmmaRunsHere()) return cudaErrorNotSupported;
       return LaunchWgmmaConfigured(m, n, k, a, b, c, stream);
+    case GemmKernel::kTmaWgmmaBf16:
+      if (!WgmmaRunsHere()) return cudaErrorNotSupported;
+      return LaunchTmaWgmma(m, n, k, a, b, c, stream);
   }
   return cudaGetLastError();
 }

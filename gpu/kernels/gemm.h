@@ -1,10 +1,10 @@
 // The GEMM kernel ladder: one operation, C = A · B (row-major, M×K times K×N), written seven
-// ways, each adding one idea to the last. Launchers are host functions; kernels live in
-// gemm.cu. Every launcher is asynchronous on `stream` and returns the launch's error.
+// ways, each adding one idea to the last (nine rungs). Launchers are host functions; kernels live
+// in gemm.cu. Every launcher is asynchronous on `stream` and returns the launch's error.
 //
 // Shapes: rungs 1–3 need M and N multiples of 32, rungs 4–6 multiples of 128, both K a
 // multiple of 32; the bf16 tensor-core kernel needs M and N multiples of 256 and K of 64;
-// the wgmma kernel M a multiple of 128, N of 256, K of 64.
+// the wgmma kernels (8, 9) M a multiple of 128, N of 256, K of 64.
 // GemmShapeError() says what a shape lacks (empty = fine).
 //
 // Thread-safety: launchers are reentrant; kernels only read A and B and write C.
@@ -27,13 +27,15 @@ enum class GemmKernel {
   kDoubleBuffered,  // the next K-tile is fetched into registers while the current one computes
   kTensorCoreBf16,  // bf16 mma.sync m16n8k16 tensor cores, fp32 accumulate, cp.async pipeline
   kWgmmaBf16,       // Hopper warpgroup MMA from swizzled shared memory (sm_90a only); B is N×K
+  kTmaWgmmaBf16,    // TMA producer warp, wgmma consumer warpgroups, persistent grid (sm_90a)
 };
+inline constexpr GemmKernel kLastGemmKernel = GemmKernel::kTmaWgmmaBf16;
 
 const char* GemmKernelName(GemmKernel k);
 bool GemmKernelIsBf16(GemmKernel k);
-// The wgmma rung reads B transposed: `b` is N×K row-major (each column of B contiguous).
+// The wgmma rungs read B transposed: `b` is N×K row-major (each column of B contiguous).
 bool GemmKernelTakesTransposedB(GemmKernel k);
-// False for the wgmma rung on a GPU other than compute capability 9.0 (or none).
+// False for the wgmma rungs on a GPU other than compute capability 9.0 (or none).
 bool GemmKernelRunsHere(GemmKernel k);
 
 // Empty when kernel `k` handles this shape, otherwise the reason.
