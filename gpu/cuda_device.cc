@@ -387,10 +387,10 @@ StepTiming CudaDevice::Step(int buffer, const DeviceBatch& batch, double earlies
   StepTiming t;
   STALLSCOPE_CUDA(cudaStreamWaitEvent(d.compute_stream, d.copy_done[buffer]->get(), 0));
   t.start = MonotonicSeconds();
-  STALLSCOPE_CUDA(cudaEventRecord(d.step_start->get(), d.compute_stream));
+  // The step's events bracket its kernels (recorded by the model, inside its graph).
+  d.model->SetStepEvents(d.step_start->get(), d.step_end->get());
   d.model->EnqueueStep(d.inputs[buffer].get(), batch.rows_are_floats, batch.row_bytes,
                        static_cast<int>(batch.samples), d.labels[buffer].get(), d.steps);
-  STALLSCOPE_CUDA(cudaEventRecord(d.step_end->get(), d.compute_stream));
   STALLSCOPE_CUDA(cudaEventSynchronize(d.step_end->get()));
   t.end = MonotonicSeconds();
   const double busy = d.step_end->MillisecondsSince(*d.step_start) / 1000.0;
@@ -422,7 +422,21 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
       d.cupti = false;
       d.cupti_note = "CUPTI returned no kernel records; busy time from CUDA events";
     } else {
-      for (StepTiming& s : steps) s.busy = CoveredSeconds(merged, s.start, s.end);
+      // Where the events' busy time exceeds CUPTI's, per step: gaps between the step's
+      // kernels (first kernel start to last kernel end, less the kernels), and the rest of
+      // the event pair (before the first kernel and after the last: launch, loss copy).
+      double inside = 0, edges = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        StepTiming& s = steps[i];
+        s.busy = CoveredSeconds(merged, s.start, s.end);
+        const Interval e = Extent(merged, s.start, s.end);
+        const double span = std::max(0.0, e.end - e.start);
+        inside += span - s.busy;
+        if (i < d.event_busy.size()) edges += std::max(0.0, d.event_busy[i] - span);
+      }
+      const double n = static_cast<double>(std::max<size_t>(steps.size(), 1));
+      r.facts.emplace_back("mean_gaps_between_kernels_per_step_seconds", inside / n);
+      r.facts.emplace_back("mean_event_edges_per_step_seconds", edges / n);
       double copy_seconds = 0;
       for (const Interval& c : copies) copy_seconds += c.end - c.start;
       if (copy_seconds > 0) r.h2d_seconds = copy_seconds;

@@ -11,6 +11,7 @@
 #include "app/runner.h"
 #include "config/scenario.h"
 #include "gpu/cuda_util.h"
+#include "gpu/cupti_busy.h"
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
@@ -44,6 +45,23 @@ TEST(CudaDevice, WithoutAGpuCudaIsAClearSetupError) {
   }
   // auto falls back to the emulated device.
   EXPECT_EQ(MakeDevice(FromYaml("gpu: {device: auto}\n"))->name(), "emulated");
+}
+
+// What a step's kernels cover inside its window (no GPU needed): kernels [1, 2], [3, 4] and
+// [6, 9] seen through the window [1.5, 7] cover 0.5 + 1 + 1 s and extend from 1.5 to 7, so the
+// gaps between them inside the window are 5.5 - 2.5 = 3 s.
+TEST(CuptiBusy, ExtentAndCoverageOfAStepsKernels) {
+  const std::vector<Interval> merged = Merge({{6, 9}, {1, 2}, {3, 4}, {3.5, 3.8}});
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_DOUBLE_EQ(CoveredSeconds(merged, 1.5, 7), 2.5);
+  const Interval e = Extent(merged, 1.5, 7);
+  EXPECT_DOUBLE_EQ(e.start, 1.5);
+  EXPECT_DOUBLE_EQ(e.end, 7);
+  const Interval inner = Extent(merged, 2.5, 5);  // only [3, 4] inside
+  EXPECT_DOUBLE_EQ(inner.start, 3);
+  EXPECT_DOUBLE_EQ(inner.end, 4);
+  const Interval none = Extent(merged, 4.5, 5.5);  // nothing: end before start
+  EXPECT_LT(none.end, none.start);
 }
 
 // Every rung of the ladder against a float64 CPU reference on a non-square shape.
@@ -105,29 +123,43 @@ TEST(GemmLadder, EveryKernelMatchesTheReference) {
 
 // Rung 9's persistent grid: more output tiles than SMs, so each block walks several tiles, and
 // a K of 5 k-tiles, so the ring's 4 stages change phase in the middle of a tile. The reference
-// is cuBLAS bf16 on the same bf16 inputs (only the order of fp32 additions differs).
+// is cuBLAS SGEMM on the same bf16 values (only the order of fp32 additions differs).
 TEST(GemmLadder, TheTmaRungWalksMoreTilesThanSmsAcrossRingPhases) {
   REQUIRE_GPU();
   if (!GemmKernelRunsHere(GemmKernel::kTmaWgmmaBf16)) GTEST_SKIP() << "not a Hopper GPU";
   const int m = 2048, n = 4096, k = 320;
   ASSERT_EQ(GemmShapeError(GemmKernel::kTmaWgmmaBf16, m, n, k), "");
-  DeviceBuffer<float> a(m * k), b(k * n), bt(k * n), c(m * n), ref(m * n);
-  DeviceBuffer<uint16_t> a16(m * k), b16(k * n), bt16(k * n);
+  DeviceBuffer<float> a(m * k), bt(n * k), c(m * n), ref(m * n);
+  DeviceBuffer<uint16_t> a16(m * k), bt16(n * k);
   STALLSCOPE_CUDA(FillUniform(a.get(), m * k, 11, nullptr));
-  STALLSCOPE_CUDA(FillUniform(b.get(), k * n, 12, nullptr));
-  STALLSCOPE_CUDA(Transpose(b.get(), k, n, bt.get(), nullptr));
+  STALLSCOPE_CUDA(FillUniform(bt.get(), n * k, 12, nullptr));
   STALLSCOPE_CUDA(ToBf16(a.get(), m * k, a16.get(), nullptr));
-  STALLSCOPE_CUDA(ToBf16(b.get(), k * n, b16.get(), nullptr));
-  STALLSCOPE_CUDA(ToBf16(bt.get(), k * n, bt16.get(), nullptr));
+  STALLSCOPE_CUDA(ToBf16(bt.get(), n * k, bt16.get(), nullptr));
   STALLSCOPE_CUDA(FillNaN(c.get(), m * n, nullptr));
   STALLSCOPE_CUDA(
       LaunchGemm(GemmKernel::kTmaWgmmaBf16, m, n, k, a16.get(), bt16.get(), c.get(), nullptr));
+  // The reference multiplies the same bf16 values, widened to fp32, with cuBLAS SGEMM (whose
+  // fp32 kernels racecheck checks cleanly; its bf16 ones draw hazards of cuBLAS's own).
+  std::vector<uint16_t> h16(static_cast<size_t>(std::max(m, n)) * k);
+  auto widen = [](uint16_t h) {
+    const uint32_t u32 = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u32, 4);
+    return f;
+  };
+  std::vector<float> af(m * k), bf(k * n);
+  STALLSCOPE_CUDA(cudaMemcpy(h16.data(), a16.get(), m * k * 2, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < m * k; ++i) af[i] = widen(h16[i]);
+  STALLSCOPE_CUDA(cudaMemcpy(h16.data(), bt16.get(), n * k * 2, cudaMemcpyDeviceToHost));
+  for (int j = 0; j < n; ++j)
+    for (int p = 0; p < k; ++p) bf[p * n + j] = widen(h16[j * k + p]);
+  STALLSCOPE_CUDA(cudaMemcpy(a.get(), af.data(), m * k * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(bt.get(), bf.data(), k * n * 4, cudaMemcpyHostToDevice));  // B
   cublasHandle_t h;
   STALLSCOPE_CUBLAS(cublasCreate(&h));
   const float one = 1, zero = 0;
-  STALLSCOPE_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b16.get(), CUDA_R_16BF,
-                                 n, a16.get(), CUDA_R_16BF, k, &zero, ref.get(), CUDA_R_32F, n,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  STALLSCOPE_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bt.get(), n, a.get(), k,
+                                &zero, ref.get(), n));
   STALLSCOPE_CUDA(cudaDeviceSynchronize());
   cublasDestroy(h);
   std::vector<float> got(m * n), want(m * n);
@@ -142,6 +174,90 @@ TEST(GemmLadder, TheTmaRungWalksMoreTilesThanSmsAcrossRingPhases) {
   }
   EXPECT_EQ(bad, 0) << "elements left unwritten";
   EXPECT_LT(std::sqrt(diff / norm), 1e-5);
+}
+
+// The step's fused element-wise kernels against their definitions, computed here on the CPU:
+// softmax cross-entropy (loss, gradient, the gradient's column sums) on 37 samples of 64 rows,
+// and ReLU's backward with column sums beside an SGD step, on 300 columns (not a multiple of
+// the block) — alone, together, and each without the other.
+TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2, 2);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+  };
+  auto upload = [](const std::vector<float>& v) {
+    DeviceBuffer<float> d(v.size());
+    STALLSCOPE_CUDA(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto download = [](const DeviceBuffer<float>& d, size_t n) {
+    std::vector<float> v(n);
+    STALLSCOPE_CUDA(cudaMemcpy(v.data(), d.get(), n * 4, cudaMemcpyDeviceToHost));
+    return v;
+  };
+  const int rows = 64, ld = 128, samples = 37, classes = 100;
+  const std::vector<float> z = random(rows * ld);
+  std::vector<uint32_t> labels(rows);
+  for (uint32_t& l : labels) l = rng() % classes;
+  std::vector<double> d(rows * ld, 0), col(ld, 0);
+  double loss = 0;
+  for (int r = 0; r < samples; ++r) {
+    double mx = -1e300, sum = 0;
+    for (int c = 0; c < classes; ++c) mx = std::max<double>(mx, z[r * ld + c]);
+    for (int c = 0; c < classes; ++c) sum += std::exp(z[r * ld + c] - mx);
+    loss += (std::log(sum) + mx - z[r * ld + labels[r]]) / samples;
+    for (int c = 0; c < classes; ++c) {
+      d[r * ld + c] = (std::exp(z[r * ld + c] - mx) / sum - (c == int(labels[r]))) / samples;
+      col[c] += d[r * ld + c];
+    }
+  }
+  DeviceBuffer<float> dz = upload(z), dd(rows * ld), dcol(ld), dloss(1);
+  DeviceBuffer<uint32_t> dlabels(rows);
+  STALLSCOPE_CUDA(cudaMemcpy(dlabels.get(), labels.data(), rows * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(FillNaN(dd.get(), rows * ld, nullptr));  // every gradient must be written
+  STALLSCOPE_CUDA(FillNaN(dloss.get(), 1, nullptr));       // written, not added to
+  STALLSCOPE_CUDA(SoftmaxCrossEntropy(dz.get(), dlabels.get(), rows, ld, samples, classes, dd.get(),
+                                      dcol.get(), dloss.get(), nullptr));
+  const std::vector<float> got_d = download(dd, rows * ld), got_col = download(dcol, ld);
+  EXPECT_NEAR(download(dloss, 1)[0], loss, 1e-5 * std::abs(loss));
+  for (int i = 0; i < rows * ld; ++i) ASSERT_NEAR(got_d[i], d[i], 1e-6) << "gradient " << i;
+  for (int c = 0; c < ld; ++c) ASSERT_NEAR(got_col[c], col[c], 1e-5) << "column " << c;
+
+  const int n = 300, nw = 1000;
+  const float lr = 0.1f;
+  const std::vector<float> g = random(rows * n), a = random(rows * n), w = random(nw),
+                           dw = random(nw), bias = random(n), db = random(n);
+  for (int mode = 0; mode < 3; ++mode) {  // 0 both, 1 ReLU only, 2 update only
+    DeviceBuffer<float> dg = upload(g), da = upload(a), dsum(n), dwt = upload(w), ddw = upload(dw),
+                        db_ = upload(bias), ddb = upload(db);
+    STALLSCOPE_CUDA(FillNaN(dsum.get(), n, nullptr));
+    SgdTarget sgd{dwt.get(), ddw.get(), nw, db_.get(), ddb.get(), n, lr};
+    if (mode == 1) sgd = SgdTarget{};
+    STALLSCOPE_CUDA(ReluBackwardAndUpdate(mode == 2 ? nullptr : dg.get(), da.get(), rows, n,
+                                          dsum.get(), sgd, nullptr));
+    const std::vector<float> got_g = download(dg, rows * n), got_sum = download(dsum, n),
+                             got_w = download(dwt, nw), got_b = download(db_, n);
+    for (int c = 0; c < n; ++c) {
+      double s = 0;
+      for (int r = 0; r < rows; ++r) {
+        const int i = r * n + c;
+        const float want = mode == 2 || a[i] > 0 ? g[i] : 0.0f;
+        ASSERT_EQ(got_g[i], want) << "mode " << mode << " element " << i;
+        s += want;
+      }
+      if (mode != 2) ASSERT_NEAR(got_sum[c], s, 1e-4) << "mode " << mode << " column " << c;
+      // (the GPU may fuse the multiply-add: within a rounding)
+      ASSERT_NEAR(got_b[c], mode == 1 ? bias[c] : bias[c] - lr * db[c], 1e-6) << "mode " << mode;
+    }
+    for (int i = 0; i < nw; ++i) {
+      ASSERT_NEAR(got_w[i], mode == 1 ? w[i] : w[i] - lr * dw[i], 1e-6)
+          << "mode " << mode << " w " << i;
+    }
+  }
 }
 
 // The own-GEMM path (transposes + ladder kernel) trains exactly like cuBLAS.

@@ -152,6 +152,17 @@ double CoveredSeconds(const std::vector<Interval>& merged, double from, double t
   return covered;
 }
 
+Interval Extent(const std::vector<Interval>& merged, double from, double to) {
+  Interval e{.start = to, .end = from};
+  auto it = std::lower_bound(merged.begin(), merged.end(), from,
+                             [](const Interval& i, double t) { return i.end < t; });
+  for (; it != merged.end() && it->start < to; ++it) {
+    e.start = std::min(e.start, std::max(it->start, from));
+    e.end = std::max(e.end, std::min(it->end, to));
+  }
+  return e;
+}
+
 double OverlapSeconds(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   const std::vector<Interval> mb = Merge(b);
   double total = 0;

@@ -55,6 +55,9 @@ class CuptiRecorder {
 std::vector<Interval> Merge(std::vector<Interval> intervals);
 // Seconds of [from, to] covered by `merged` (from Merge()): the union's length there.
 double CoveredSeconds(const std::vector<Interval>& merged, double from, double to);
+// The first start and last end of `merged` inside [from, to] (clipped to it); {to, from} when
+// nothing falls there.
+Interval Extent(const std::vector<Interval>& merged, double from, double to);
 // Seconds during which both an interval of `a` and one of `b` were active.
 double OverlapSeconds(const std::vector<Interval>& a, const std::vector<Interval>& b);
 

@@ -41,7 +41,7 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
     floats += b * x;  // activations
     widest = std::max<uint64_t>(widest, x);
   }
-  floats += 2 * b * widest + biggest_w + widest;                // gradients, dW, db
+  floats += 2 * b * widest + biggest_w + 2 * widest;            // gradients, dW, db ×2
   if (own_gemm) floats += 2 * std::max(biggest_w, b * widest);  // transposed operands
   return floats * sizeof(float) + (kLossSlots + 1) * sizeof(float) + b * sizeof(uint32_t);
 }
@@ -78,7 +78,7 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
   }
   for (auto& g : grad_) g = DeviceBuffer<float>(static_cast<uint64_t>(b) * widest);
   dweight_ = DeviceBuffer<float>(biggest_w);
-  dbias_ = DeviceBuffer<float>(widest);
+  for (auto& d : dbias_) d = DeviceBuffer<float>(widest);
   if (own_) {
     scratch_a_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
     scratch_b_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
@@ -130,11 +130,23 @@ void MlpModel::EnqueueStep(const void* staged, bool floats, uint64_t row_bytes, 
   Enqueue(
       GraphKey{staged, floats, row_bytes, samples, labels},
       [=, this](float* loss) {
+        Record(step_start_);
         STALLSCOPE_CUDA(GatherInput(staged, floats, row_bytes, samples, shape_.input,
                                     Pad(shape_.batch), dims_[0], acts_[0].get(), stream_));
         Train(samples, labels, loss);
+        Record(step_end_);
       },
       step);
+}
+
+void MlpModel::Record(cudaEvent_t event) {
+  if (event == nullptr) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (stream_ != nullptr) STALLSCOPE_CUDA(cudaStreamIsCapturing(stream_, &capture));
+  // Captured: an event record node of the graph, recorded where the graph runs it.
+  STALLSCOPE_CUDA(cudaEventRecordWithFlags(
+      event, stream_,
+      capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault));
 }
 
 void MlpModel::EnqueueSyntheticStep(uint64_t step) {
@@ -199,44 +211,53 @@ void MlpModel::Train(int samples, const uint32_t* labels, float* loss) {
     STALLSCOPE_CUDA(BiasActivation(acts_[l + 1].get(), biases_[l].get(), b, dims_[l + 1],
                                    /*relu=*/l + 1 < layers, stream_));
   }
-  STALLSCOPE_CUDA(cudaMemsetAsync(loss, 0, sizeof(float), stream_));
-  float* dz = grad_[0].get();
-  float* da = grad_[1].get();
-  STALLSCOPE_CUDA(SoftmaxCrossEntropy(acts_[layers].get(), labels, b, dims_[layers], samples,
-                                      shape_.classes, dz, loss, stream_));
-  // Single replica: each layer's update follows its gradients (one dW buffer for all).
-  // Data-parallel: every layer's gradients land in all_grads_, are summed across the
-  // replicas, and the updates follow with the mean (lr / ranks).
+  // Where each layer's gradients land. Single replica: one dW buffer for all layers (each
+  // layer's update follows its gradients) and two bias-gradient buffers in turn (layer l's is
+  // read by its update in the same launch that writes layer l-1's). Data-parallel: every
+  // layer's gradients in all_grads_, summed across the replicas, then the updates with the
+  // mean (lr / ranks).
   std::vector<float*> dw(layers), db(layers);
   float* next = all_grads_.get();
   for (int l = layers - 1; l >= 0; --l) {
-    const int n_in = dims_[l], n_out = dims_[l + 1];
     if (reduce_) {
       dw[l] = next;
-      db[l] = next + static_cast<uint64_t>(n_in) * n_out;
-      next = db[l] + n_out;
+      db[l] = next + static_cast<uint64_t>(dims_[l]) * dims_[l + 1];
+      next = db[l] + dims_[l + 1];
     } else {
       dw[l] = dweight_.get();
-      db[l] = dbias_.get();
+      db[l] = dbias_[l % 2].get();
     }
-    Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);  // dW = Aᵀ·dZ
-    STALLSCOPE_CUDA(ColumnSums(dz, b, n_out, db[l], stream_));
-    if (l > 0) {
-      Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
-      STALLSCOPE_CUDA(ReluBackward(da, acts_[l].get(), static_cast<int64_t>(b) * n_in, stream_));
-    }
-    if (!reduce_) Update(l, dw[l], db[l], lr_);
+  }
+  float* dz = grad_[0].get();
+  float* da = grad_[1].get();
+  STALLSCOPE_CUDA(SoftmaxCrossEntropy(acts_[layers].get(), labels, b, dims_[layers], samples,
+                                      shape_.classes, dz, db[layers - 1], loss, stream_));
+  for (int l = layers - 1; l >= 0; --l) {
+    const int n_in = dims_[l], n_out = dims_[l + 1];
+    Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);             // dW = Aᵀ·dZ
+    if (l > 0) Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
+    const SgdTarget sgd = reduce_ ? SgdTarget{} : UpdateOf(l, dw[l], db[l], lr_);
+    STALLSCOPE_CUDA(ReluBackwardAndUpdate(l > 0 ? da : nullptr, acts_[l].get(), b, n_in,
+                                          l > 0 ? db[l - 1] : nullptr, sgd, stream_));
     std::swap(dz, da);
   }
   if (!reduce_) return;
   reduce_(all_grads_.get(), parameter_count(), stream_);
-  for (int l = 0; l < layers; ++l) Update(l, dw[l], db[l], lr_ / static_cast<float>(ranks_));
+  for (int l = 0; l < layers; ++l) {
+    STALLSCOPE_CUDA(ReluBackwardAndUpdate(
+        nullptr, nullptr, 0, 0, nullptr,
+        UpdateOf(l, dw[l], db[l], lr_ / static_cast<float>(ranks_)), stream_));
+  }
 }
 
-void MlpModel::Update(int l, const float* dw, const float* db, float lr) {
-  STALLSCOPE_CUDA(
-      SgdUpdate(weights_[l].get(), dw, static_cast<int64_t>(dims_[l]) * dims_[l + 1], lr, stream_));
-  STALLSCOPE_CUDA(SgdUpdate(biases_[l].get(), db, dims_[l + 1], lr, stream_));
+SgdTarget MlpModel::UpdateOf(int l, const float* dw, const float* db, float lr) {
+  return {.w = weights_[l].get(),
+          .dw = dw,
+          .nw = static_cast<int64_t>(dims_[l]) * dims_[l + 1],
+          .b = biases_[l].get(),
+          .db = db,
+          .nb = dims_[l + 1],
+          .lr = lr};
 }
 
 std::vector<float> MlpModel::Losses(uint64_t steps) {

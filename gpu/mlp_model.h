@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpu/cuda_util.h"
+#include "gpu/kernels/training.h"
 
 namespace stallscope::gpu {
 
@@ -42,6 +43,13 @@ class MlpModel {
   // plain launches with a gradient reducer (the all-reduce is not captured) or on the
   // legacy default stream (which cannot be captured).
   void UseGraphs(bool on) { use_graphs_ = on; }
+  // Events EnqueueStep records around a step's kernels (first before the input gather, last
+  // after the update); in a graph they are its own event records, so they time the kernels
+  // and the gaps between them, not the graph's launch or the loss copy after it. Null: none.
+  void SetStepEvents(cudaEvent_t start, cudaEvent_t end) {
+    step_start_ = start;
+    step_end_ = end;
+  }
   uint64_t graphs_captured() const { return graphs_captured_; }
 
   // Device bytes a model of this shape allocates.
@@ -90,8 +98,10 @@ class MlpModel {
   // graph where graphs are on, else launch by launch.
   void Enqueue(const GraphKey& key, const std::function<void(float*)>& body, uint64_t step);
   void DropGraphs();
+  // Records `event` on the stream (an external event node while capturing); null: nothing.
+  void Record(cudaEvent_t event);
   // SGD on layer l's weights and biases from gradients `dw`, `db`.
-  void Update(int l, const float* dw, const float* db, float lr);
+  SgdTarget UpdateOf(int l, const float* dw, const float* db, float lr);
 
   MlpShape shape_;
   bool own_;
@@ -102,12 +112,13 @@ class MlpModel {
   std::vector<DeviceBuffer<float>> weights_;  // layer l: dims_[l] × dims_[l+1]
   std::vector<DeviceBuffer<float>> biases_;
   std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
-  DeviceBuffer<float> grad_[2], dweight_, dbias_, scratch_a_, scratch_b_;
+  DeviceBuffer<float> grad_[2], dweight_, dbias_[2], scratch_a_, scratch_b_;
   DeviceBuffer<float> losses_;
   DeviceBuffer<float> loss_now_;  // a graph's step writes its loss here
   bool use_graphs_ = false;
   std::map<GraphKey, cudaGraphExec_t> graphs_;
   uint64_t graphs_captured_ = 0;
+  cudaEvent_t step_start_ = nullptr, step_end_ = nullptr;
   DeviceBuffer<uint32_t> synthetic_labels_;
   GradientReduce reduce_;  // set for data-parallel training
   int ranks_ = 1;

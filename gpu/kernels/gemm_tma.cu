@@ -74,7 +74,7 @@ __device__ __forceinline__ void MultiplyStage(float (&acc)[BN / 2], const unsign
 }
 #endif
 
-template <int BN, int STAGES>
+template <int BN, int STAGES, bool MOVE_REGISTERS>
 __global__ void __launch_bounds__(kThreads, 1)
     GemmTmaWgmma(const __grid_constant__ CUtensorMap map_a,
                  const __grid_constant__ CUtensorMap map_bt, float* c, int m, int n, int k) {
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles_m = m / kBM, tiles_n = n / BN, tiles = tiles_m * tiles_n, k_tiles = k / kBK;
 
   if (wg == 0) {  // the producer: one thread issues every copy
-    tma::ReleaseRegisters<40>();
+    if constexpr (MOVE_REGISTERS) tma::ReleaseRegisters<40>();
     if (threadIdx.x == 0) {
       tma::Prefetch(&map_a);
       tma::Prefetch(&map_bt);
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  tma::ClaimRegisters<232>();
+  if constexpr (MOVE_REGISTERS) tma::ClaimRegisters<232>();
   const int rows = (wg - 1) * 64;  // this consumer's 64 rows of the tile
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   uint32_t it = 0;
@@ -191,11 +191,11 @@ int SmCount() {
   return count;
 }
 
-template <int BN, int STAGES>
+template <int BN, int STAGES, bool MOVE_REGISTERS = true>
 cudaError_t Launch(int m, int n, int k, const void* a, const void* bt, float* c,
                    cudaStream_t stream) {
   using C = TmaConfig<BN, STAGES>;
-  auto* kernel = GemmTmaWgmma<BN, STAGES>;
+  auto* kernel = GemmTmaWgmma<BN, STAGES, MOVE_REGISTERS>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
@@ -224,6 +224,7 @@ bool WgmmaRunsHere() {
 }
 
 // 0: 128×256×64 tiles, 4 stages (default)   1: 128×128×64, 6 stages
+// 2: as 0 without setmaxnreg
 cudaError_t LaunchTmaWgmma(int m, int n, int k, const void* a, const void* bt, float* c,
                            cudaStream_t stream) {
   static const int config = [] {
@@ -231,6 +232,7 @@ cudaError_t LaunchTmaWgmma(int m, int n, int k, const void* a, const void* bt, f
     return e ? std::atoi(e) : 0;
   }();
   if (config == 1) return Launch<128, 6>(m, n, k, a, bt, c, stream);
+  if (config == 2) return Launch<256, 4, false>(m, n, k, a, bt, c, stream);
   return Launch<256, 4>(m, n, k, a, bt, c, stream);
 }
 

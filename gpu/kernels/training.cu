@@ -2,8 +2,11 @@
 //
 //   GatherInput          staged rows (float32 or bytes) → centred, zero-padded input matrix
 //   BiasActivation       bias add, optionally fused with ReLU
-//   SoftmaxCrossEntropy  one warp per row: max, log-sum-exp, loss and gradient in one pass
-//   ReluBackward, ColumnSums (bias gradient), SgdUpdate, Transpose (32×33 shared tile)
+//   SoftmaxCrossEntropy  one block, a warp per row: max, log-sum-exp, loss and gradient in one
+//                        pass, then the loss and the gradient's column sums (bias gradient)
+//   ReluBackwardAndUpdate  ReLU's backward with the column sums of its result, and a layer's
+//                        SGD update, in one launch (fewer kernels: fewer gaps between them)
+//   SgdUpdate, Transpose (32×33 shared tile)
 //   FillUniform, FillNaN, ToBf16, ToDouble, ErrorSums (validation helpers)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -47,47 +50,81 @@ __global__ void BiasActivationKernel(float* z, const float* bias, int rows, int 
   }
 }
 
-__global__ void SoftmaxCrossEntropyKernel(const float* logits, const uint32_t* labels, int rows,
-                                          int ld, int samples, int classes, float* dlogits,
-                                          float* loss_sum) {
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-  if (warp >= rows) return;
-  const float* z = logits + static_cast<int64_t>(warp) * ld;
-  float* d = dlogits + static_cast<int64_t>(warp) * ld;
-  if (warp >= samples) {
-    for (int c = lane; c < ld; c += 32) d[c] = 0;
+// One block of kSoftmaxThreads: each warp takes rows warp, warp + 32, …; then the block sums
+// the rows' losses (written, not added: no memset before it) and the gradient's columns.
+constexpr int kSoftmaxThreads = 1024;
+
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    SoftmaxCrossEntropyKernel(const float* logits, const uint32_t* labels, int rows, int ld,
+                              int samples, int classes, float* dlogits, float* dbias, float* loss) {
+  __shared__ float warp_loss[kSoftmaxThreads / 32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float scale = 1.0f / static_cast<float>(max(samples, 1));
+  float my_loss = 0;
+  for (int r = warp; r < rows; r += kSoftmaxThreads / 32) {
+    const float* z = logits + static_cast<int64_t>(r) * ld;
+    float* d = dlogits + static_cast<int64_t>(r) * ld;
+    if (r >= samples) {
+      for (int c = lane; c < ld; c += 32) d[c] = 0;
+      continue;
+    }
+    float mx = -INFINITY;
+    for (int c = lane; c < classes; c += 32) mx = fmaxf(mx, z[c]);
+    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
+    float sum = 0;
+    for (int c = lane; c < classes; c += 32) sum += __expf(z[c] - mx);
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffff, sum, o);
+    const uint32_t label = labels[r] % static_cast<uint32_t>(classes);
+    const float inv = 1.0f / sum;
+    for (int c = lane; c < ld; c += 32) {
+      float g = 0;
+      if (c < classes)
+        g = (__expf(z[c] - mx) * inv - (c == static_cast<int>(label) ? 1.0f : 0.0f)) * scale;
+      d[c] = g;
+    }
+    my_loss += (logf(sum) + mx - z[label]) * scale;
+  }
+  if (lane == 0) warp_loss[warp] = my_loss;
+  __syncthreads();  // the block's gradient rows and losses are written
+  if (threadIdx.x == 0) {
+    float total = 0;
+    for (int w = 0; w < kSoftmaxThreads / 32; ++w) total += warp_loss[w];
+    *loss = total;
+  }
+  for (int c = threadIdx.x; c < ld; c += kSoftmaxThreads) {
+    float col = 0;
+    for (int r = 0; r < rows; ++r) col += dlogits[static_cast<int64_t>(r) * ld + c];
+    dbias[c] = col;
+  }
+}
+
+// Blocks [0, column_blocks): one thread per column c of d (rows × cols): d *= (a > 0), then
+// d_sums[c] = the column's sum. The blocks after: SGD on w (nw values) and b (nb values).
+__global__ void ReluBackwardAndUpdateKernel(float* d, const float* a, int rows, int cols,
+                                            float* d_sums, int column_blocks, SgdTarget sgd) {
+  if (static_cast<int>(blockIdx.x) < column_blocks) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = 0;
+    for (int r = 0; r < rows; ++r) {
+      const int64_t i = static_cast<int64_t>(r) * cols + c;
+      const float v = a[i] > 0 ? d[i] : 0.0f;
+      d[i] = v;
+      s += v;
+    }
+    d_sums[c] = s;
     return;
   }
-  float mx = -INFINITY;
-  for (int c = lane; c < classes; c += 32) mx = fmaxf(mx, z[c]);
-  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
-  float sum = 0;
-  for (int c = lane; c < classes; c += 32) sum += __expf(z[c] - mx);
-  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffff, sum, o);
-  const uint32_t label = labels[warp] % static_cast<uint32_t>(classes);
-  const float inv = 1.0f / sum, scale = 1.0f / static_cast<float>(samples);
-  for (int c = lane; c < ld; c += 32) {
-    float g = 0;
-    if (c < classes)
-      g = (__expf(z[c] - mx) * inv - (c == static_cast<int>(label) ? 1.0f : 0.0f)) * scale;
-    d[c] = g;
+  const int64_t total = sgd.nw + sgd.nb;
+  const int64_t stride = static_cast<int64_t>(gridDim.x - column_blocks) * blockDim.x;
+  for (int64_t i = (blockIdx.x - column_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < total; i += stride) {
+    if (i < sgd.nw) {
+      sgd.w[i] -= sgd.lr * sgd.dw[i];
+    } else {
+      sgd.b[i - sgd.nw] -= sgd.lr * sgd.db[i - sgd.nw];
+    }
   }
-  if (lane == 0) atomicAdd(loss_sum, (logf(sum) + mx - z[label]) * scale);
-}
-
-__global__ void ReluBackwardKernel(float* d, const float* a, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (!(a[i] > 0)) d[i] = 0;
-  }
-}
-
-__global__ void ColumnSumsKernel(const float* m, int rows, int cols, float* out) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  float s = 0;
-  for (int r = 0; r < rows; ++r) s += m[static_cast<int64_t>(r) * cols + c];
-  out[c] = s;
 }
 
 __global__ void SgdUpdateKernel(float* w, const float* g, int64_t n, float lr) {
@@ -188,20 +225,20 @@ cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool
 }
 
 cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
-                                int samples, int classes, float* dlogits, float* loss_sum,
+                                int samples, int classes, float* dlogits, float* dbias, float* loss,
                                 cudaStream_t stream) {
-  SoftmaxCrossEntropyKernel<<<(rows * 32 + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
-      logits, labels, rows, ld, samples, classes, dlogits, loss_sum);
+  SoftmaxCrossEntropyKernel<<<1, kSoftmaxThreads, 0, stream>>>(logits, labels, rows, ld, samples,
+                                                               classes, dlogits, dbias, loss);
   return cudaGetLastError();
 }
 
-cudaError_t ReluBackward(float* d, const float* activation, int64_t n, cudaStream_t stream) {
-  ReluBackwardKernel<<<Blocks(n), kBlock, 0, stream>>>(d, activation, n);
-  return cudaGetLastError();
-}
-
-cudaError_t ColumnSums(const float* m, int rows, int cols, float* out, cudaStream_t stream) {
-  ColumnSumsKernel<<<(cols + kBlock - 1) / kBlock, kBlock, 0, stream>>>(m, rows, cols, out);
+cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, int cols,
+                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream) {
+  const int column_blocks = d ? (cols + kBlock - 1) / kBlock : 0;
+  const int update_blocks = sgd.nw + sgd.nb > 0 ? Blocks(sgd.nw + sgd.nb) : 0;
+  if (column_blocks + update_blocks == 0) return cudaSuccess;
+  ReluBackwardAndUpdateKernel<<<column_blocks + update_blocks, kBlock, 0, stream>>>(
+      d, activation, rows, cols, d_sums, column_blocks, sgd);
   return cudaGetLastError();
 }
 

@@ -23,17 +23,29 @@ cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool
                            cudaStream_t stream);
 
 // Softmax cross-entropy over the first `classes` columns of `logits` (rows × ld) for the
-// first `samples` rows: adds the mean loss to *loss_sum and writes the gradient of the
-// mean loss into dlogits (zero in padded rows and columns).
+// first `samples` rows: writes the mean loss to *loss, the gradient of the mean loss into
+// dlogits (zero in padded rows and columns) and that gradient's column sums (the last
+// layer's bias gradient, ld values) into dbias. One block: for the classifier's few columns.
 cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
-                                int samples, int classes, float* dlogits, float* loss_sum,
+                                int samples, int classes, float* dlogits, float* dbias, float* loss,
                                 cudaStream_t stream);
 
-// d[i] *= (activation[i] > 0).
-cudaError_t ReluBackward(float* d, const float* activation, int64_t n, cudaStream_t stream);
+// An SGD step on one layer: w -= lr * dw (nw values), b -= lr * db (nb values).
+struct SgdTarget {
+  float* w = nullptr;
+  const float* dw = nullptr;
+  int64_t nw = 0;
+  float* b = nullptr;
+  const float* db = nullptr;
+  int64_t nb = 0;
+  float lr = 0;
+};
 
-// out[c] = sum over rows of m[r][c].
-cudaError_t ColumnSums(const float* m, int rows, int cols, float* out, cudaStream_t stream);
+// The end of a layer's backward pass in one launch. With `d` (rows × cols): d *= (activation
+// > 0) and d_sums[c] = Σ_r d[r][c] (the bias gradient of the layer below). Then, beside it,
+// the SGD step `sgd` (none when nw + nb = 0). Nothing to do: no launch.
+cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, int cols,
+                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream);
 
 // w -= lr * g.
 cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream);
