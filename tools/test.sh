@@ -14,7 +14,7 @@ fi
 if [ -n "$sanitize" ]; then
   ROOT=$(cd "$(dirname "$0")/.." && pwd)
   export BUILD_DIR=$ROOT/build-${sanitize//,/-}
-  export CMAKE_EXTRA_ARGS="-DSTALLSCOPE_SANITIZE=$sanitize"
+  export CMAKE_EXTRA_ARGS="-DSTALLSCOPE_SANITIZE=$sanitize -DSTALLSCOPE_BENCHMARKS=OFF"
 fi
 source "$(dirname "$0")/setup.sh"
 stallscope_build
