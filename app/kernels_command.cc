@@ -22,13 +22,23 @@ namespace stallscope {
 
 namespace {
 
+// "a,b,c" -> {"a", "b", "c"}; "" -> {""} (an empty item, which the callers refuse).
+std::vector<std::string> CommaItems(const std::string& text) {
+  std::vector<std::string> items;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    items.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return items;
+}
+
 // --shapes "MxNxK,…": each dimension a multiple of 256 from 256 to 32768 (what every bf16
 // tensor-core rung takes), at most 2^31 elements per matrix.
 bool ParseShapes(const std::string& text, std::vector<std::array<int, 3>>& shapes) {
-  size_t pos = 0;
-  while (!text.empty() && pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, comma - pos);
+  if (text.empty()) return true;
+  for (const std::string& item : CommaItems(text)) {
     long dims[3] = {0, 0, 0};
     const char* p = item.c_str();
     bool ok = !item.empty();
@@ -52,7 +62,6 @@ bool ParseShapes(const std::string& text, std::vector<std::array<int, 3>>& shape
     }
     shapes.push_back(
         {static_cast<int>(dims[0]), static_cast<int>(dims[1]), static_cast<int>(dims[2])});
-    pos = comma + 1;
   }
   return true;
 }
@@ -64,10 +73,7 @@ int KernelsCommand(const KernelsCommandOptions& options) {
   const std::string &sizes_text = options.sizes, &json_path = options.json;
   const bool quiet = options.quiet;
   std::vector<int> sizes;
-  size_t pos = 0;
-  while (pos <= sizes_text.size()) {
-    const size_t comma = std::min(sizes_text.find(',', pos), sizes_text.size());
-    const std::string item = sizes_text.substr(pos, comma - pos);
+  for (const std::string& item : CommaItems(sizes_text)) {
     char* end = nullptr;
     const long n = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || n < 256 || n > 16384 || n % 256 != 0) {
@@ -78,7 +84,6 @@ int KernelsCommand(const KernelsCommandOptions& options) {
       return kExitBadInput;
     }
     sizes.push_back(static_cast<int>(n));
-    pos = comma + 1;
   }
   std::vector<std::array<int, 3>> shapes;
   if (!ParseShapes(options.shapes, shapes)) return kExitBadInput;
