@@ -6,9 +6,12 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "base/units.h"
 #include "gpu/cuda_util.h"
@@ -43,12 +46,25 @@ struct CudaDevice::Impl {
   std::unique_ptr<MlpModel> model;
   double step_seconds = 0;  // measured for the final model
   bool calibrated = false;
-  DeviceBuffer<std::byte> inputs[2];
-  DeviceBuffer<uint32_t> labels[2];
-  uint32_t* pinned_labels[2] = {nullptr, nullptr};
+  // Three input buffers: while step k runs and step k+1 waits queued behind it, batch k+2 is
+  // copied into the third (the two-buffer rule of pipeline/device.h, one step further on).
+  static constexpr int kBuffers = 3;
+  DeviceBuffer<std::byte> inputs[kBuffers];
+  DeviceBuffer<uint32_t> labels[kBuffers];
+  uint32_t* pinned_labels[kBuffers] = {};
   uint64_t input_capacity = 0;
   uint32_t label_capacity = 0;
-  std::unique_ptr<Event> copy_start[2], copy_done[2], step_start, step_end;
+  // Per input buffer: a step on buffer k is bracketed by step_start[k] and step_end[k], and a
+  // copy into buffer k waits for step_end[k] (the last step that read it).
+  std::unique_ptr<Event> copy_start[kBuffers], copy_done[kBuffers], step_start[kBuffers],
+      step_end[kBuffers];
+  struct Launched {
+    int buffer;
+    double at;  // host time of the launch
+  };
+  std::deque<Launched> launched;  // in step order, not yet waited for
+  double last_end = 0;            // the previous step's end, as Wait() saw it
+  uint64_t queued = 0;            // steps launched while another was still in flight
   std::vector<double> event_busy;
   uint64_t h2d_bytes = 0;
   double h2d_event_seconds = 0;
@@ -188,12 +204,12 @@ CudaDevice::CudaDevice(const CudaDeviceOptions& o) : impl_(std::make_unique<Impl
   STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&d.compute_stream, cudaStreamNonBlocking));
   STALLSCOPE_CUBLAS(cublasCreate(&d.cublas));
   STALLSCOPE_CUBLAS(cublasSetStream(d.cublas, d.compute_stream));
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < Impl::kBuffers; ++i) {
     d.copy_start[i] = std::make_unique<Event>();
     d.copy_done[i] = std::make_unique<Event>();
+    d.step_start[i] = std::make_unique<Event>();
+    d.step_end[i] = std::make_unique<Event>();
   }
-  d.step_start = std::make_unique<Event>();
-  d.step_end = std::make_unique<Event>();
   d.shape =
       MlpShape{static_cast<int>(o.batch_size), static_cast<int>(o.device.model.input),
                static_cast<int>(o.device.model.hidden), static_cast<int>(o.device.model.layers),
@@ -323,7 +339,7 @@ void CudaDevice::Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) {
     throw DeviceError(fmt::format("batches of {} samples exceed the model's batch of {}",
                                   max_batch_samples, d.options.batch_size));
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < Impl::kBuffers; ++i) {
     d.inputs[i] = DeviceBuffer<std::byte>(std::max<uint64_t>(max_batch_bytes, 1));
     d.labels[i] = DeviceBuffer<uint32_t>(std::max<uint32_t>(max_batch_samples, 1));
     if (!d.pinned_labels[i]) {
@@ -339,6 +355,9 @@ void CudaDevice::Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) {
   d.allreduce_bytes = 0;
   d.allreduce_seconds = 0;
   d.steps = 0;
+  d.launched.clear();
+  d.last_end = 0;
+  d.queued = 0;
   if (d.cupti) {  // drop the calibration's records
     std::vector<Interval> k, c;
     CuptiRecorder::Instance().Collect(&k, &c);
@@ -367,6 +386,8 @@ double CudaDevice::CopyIn(int buffer, const DeviceBatch& batch) {
   NvtxRange range("stallscope: H2D copy");
   if (batch.labels)
     std::memcpy(d.pinned_labels[buffer], batch.labels, batch.samples * sizeof(uint32_t));
+  // A queued step may still read this buffer: the copy waits for it on the device.
+  STALLSCOPE_CUDA(cudaStreamWaitEvent(d.copy_stream, d.step_end[buffer]->get(), 0));
   STALLSCOPE_CUDA(cudaEventRecord(d.copy_start[buffer]->get(), d.copy_stream));
   STALLSCOPE_CUDA(cudaMemcpyAsync(d.inputs[buffer].get(), batch.data, batch.bytes(),
                                   cudaMemcpyHostToDevice, d.copy_stream));
@@ -382,25 +403,48 @@ double CudaDevice::CopyIn(int buffer, const DeviceBatch& batch) {
 }
 
 StepTiming CudaDevice::Step(int buffer, const DeviceBatch& batch, double earliest_start) {
+  Launch(buffer, batch, earliest_start);
+  return Wait();
+}
+
+int CudaDevice::input_buffers() const { return queues_steps() ? Impl::kBuffers : 2; }
+
+bool CudaDevice::queues_steps() const {
+  const char* q = std::getenv("STALLSCOPE_STEP_QUEUE");
+  return impl_->nccl == nullptr && !(q && std::string_view(q) == "0");
+}
+
+void CudaDevice::Launch(int buffer, const DeviceBatch& batch, double) {
   Impl& d = *impl_;
   NvtxRange range("stallscope: training step");
-  StepTiming t;
   STALLSCOPE_CUDA(cudaStreamWaitEvent(d.compute_stream, d.copy_done[buffer]->get(), 0));
-  t.start = MonotonicSeconds();
+  if (!d.launched.empty()) ++d.queued;
+  d.launched.push_back({buffer, MonotonicSeconds()});
   // The step's events bracket its kernels (recorded by the model, inside its graph).
-  d.model->SetStepEvents(d.step_start->get(), d.step_end->get());
+  d.model->SetStepEvents(d.step_start[buffer]->get(), d.step_end[buffer]->get());
   d.model->EnqueueStep(d.inputs[buffer].get(), batch.rows_are_floats, batch.row_bytes,
                        static_cast<int>(batch.samples), d.labels[buffer].get(), d.steps);
-  STALLSCOPE_CUDA(cudaEventSynchronize(d.step_end->get()));
+  ++d.steps;
+}
+
+StepTiming CudaDevice::Wait() {
+  Impl& d = *impl_;
+  if (d.launched.empty()) throw DeviceError("Wait() without a launched step");
+  const Impl::Launched l = d.launched.front();
+  d.launched.pop_front();
+  STALLSCOPE_CUDA(cudaEventSynchronize(d.step_end[l.buffer]->get()));
+  StepTiming t;
   t.end = MonotonicSeconds();
-  const double busy = d.step_end->MillisecondsSince(*d.step_start) / 1000.0;
+  // A step queued behind another starts when that one ended (as seen here).
+  t.start = std::max(l.at, d.last_end);
+  d.last_end = t.end;
+  const double busy = d.step_end[l.buffer]->MillisecondsSince(*d.step_start[l.buffer]) / 1000.0;
   d.event_busy.push_back(busy);
   t.busy = std::min(busy, t.end - t.start);
   if (d.reduced) {
     d.allreduce_seconds += d.reduce_end->MillisecondsSince(*d.reduce_start) / 1000.0;
     d.reduced = false;
   }
-  ++d.steps;
   return t;
 }
 
@@ -460,6 +504,7 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   r.facts.emplace_back("learning_rate", d.model->learning_rate());
   // gpu.graph: how many step graphs were captured (0: every step launched kernel by kernel).
   r.facts.emplace_back("step_graphs_captured", static_cast<double>(d.model->graphs_captured()));
+  r.facts.emplace_back("steps_queued_behind_another", static_cast<double>(d.queued));
   return r;
 }
 

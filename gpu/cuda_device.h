@@ -2,10 +2,15 @@
 //
 // Staging slots are the pipeline's own page-aligned buffers, pinned with cudaHostRegister
 // (so the same memory can later be an io_uring fixed buffer). CopyIn() copies a batch and its
-// labels on the copy stream into one of two device input buffers and records an event; the
-// slot is released when that event completes. Step() makes the compute stream wait on the
+// labels on the copy stream into one of three device input buffers and records an event; the
+// slot is released when that event completes. Launch() makes the compute stream wait on the
 // event and enqueues one real training step of an MLP (gpu/mlp_model.h) on it, so the copy
-// of batch k+1 overlaps the step of batch k. NVTX ranges name the H2D copy and the step.
+// of batch k+1 overlaps the step of batch k. Steps queue (Device::queues_steps): step k+1 is
+// launched while step k runs, so the stream goes from one step's graph to the next without
+// waiting for the host; the third buffer takes batch k+2 meanwhile, and a copy into a buffer
+// waits on the device for the step that last read it. Wait() returns a step's timing; a
+// queued step starts where the one before it ended. NVTX ranges name the H2D copy and the
+// step.
 //
 // Busy time: every step is bracketed by CUDA events; CUPTI records every kernel, and at the
 // end (Finish) each step's busy time becomes the union of its kernels' intervals, with the
@@ -71,6 +76,12 @@ class CudaDevice final : public Device {
   void Prepare(uint64_t max_batch_bytes, uint32_t max_batch_samples) override;
   double CopyIn(int buffer, const DeviceBatch& batch) override;
   StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) override;
+  // Steps queue on the compute stream (not in a data-parallel group, whose steps meet at a
+  // barrier; STALLSCOPE_STEP_QUEUE=0 turns it off to compare).
+  bool queues_steps() const override;
+  int input_buffers() const override;
+  void Launch(int buffer, const DeviceBatch& batch, double earliest_start) override;
+  StepTiming Wait() override;
   double nominal_step_seconds() const override;
   void PinHost(void* p, uint64_t bytes) override;
   void UnpinHost(void* p) override;

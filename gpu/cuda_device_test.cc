@@ -15,6 +15,7 @@
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
+#include "gpu/lt_gemm.h"
 #include "gpu/mlp_model.h"
 
 namespace stallscope::gpu {
@@ -260,6 +261,53 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
   }
 }
 
+// The forward GEMM through cuBLASLt, bias and ReLU in its epilogue, computes what SGEMM and
+// the bias kernel compute: C = A·W + bias (ReLU on hidden layers), row-major, on values where
+// the bias and the ReLU both matter (negative and positive sums, a bias of either sign).
+TEST(LtBiasGemm, EpilogueAddsTheBiasAndAppliesReluAsTheBiasKernelDoes) {
+  REQUIRE_GPU();
+  const int rows = 256, in = 384, out = 128;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(rows * in), w(in * out), bias(out);
+  for (float& x : a) x = u(rng);
+  for (float& x : w) x = u(rng);
+  for (float& x : bias) x = 4 * u(rng);
+  DeviceBuffer<float> da(a.size()), dw(w.size()), db(bias.size()), c1(rows * out), c2(rows * out);
+  STALLSCOPE_CUDA(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(dw.get(), w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(db.get(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  LtBiasGemm lt;
+  for (const bool relu : {false, true}) {
+    ASSERT_TRUE(lt.Plan(0, rows, in, out, db.get(), relu));
+    ASSERT_TRUE(lt.Run(0, da.get(), dw.get(), c1.get(), nullptr));
+    const float one = 1, zero = 0;
+    STALLSCOPE_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &one, dw.get(), out,
+                                  da.get(), in, &zero, c2.get(), out));
+    STALLSCOPE_CUDA(BiasActivation(c2.get(), db.get(), rows, out, relu, nullptr));
+    std::vector<float> got(rows * out), want(rows * out);
+    STALLSCOPE_CUDA(cudaMemcpy(got.data(), c1.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+    STALLSCOPE_CUDA(cudaMemcpy(want.data(), c2.get(), want.size() * 4, cudaMemcpyDeviceToHost));
+    int zeros = 0, bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      zeros += want[i] == 0;
+      bad += std::abs(got[i] - want[i]) > 1e-4f * (1 + std::abs(want[i]));
+    }
+    EXPECT_EQ(bad, 0) << (relu ? "relu" : "bias only");
+    if (relu) EXPECT_GT(zeros, rows * out / 4) << "the ReLU clipped too few values to be tested";
+    // A row computed by hand: the bias reaches every row, along the output features.
+    for (int j = 0; j < out; ++j) {
+      double sum = bias[j];
+      for (int k = 0; k < in; ++k) sum += static_cast<double>(a[k]) * w[k * out + j];
+      if (relu) sum = std::max(sum, 0.0);
+      EXPECT_NEAR(got[j], sum, 1e-3 * (1 + std::abs(sum))) << "row 0, column " << j;
+    }
+  }
+  cublasDestroy(h);
+}
+
 // The own-GEMM path (transposes + ladder kernel) trains exactly like cuBLAS.
 TEST(MlpModel, OwnGemmMatchesCublas) {
   REQUIRE_GPU();
@@ -391,6 +439,41 @@ TEST(CudaDevice, ComputeBoundRunIsBusyAndLearns) {
     if (k == "calibrated_step_seconds") calibrated = x;
   }
   EXPECT_NEAR(calibrated, 0.050, 0.005);
+}
+
+// Steps queued on the stream (each launched while the one before still runs, its batch
+// copied into the buffer that step read once the step is done) train exactly as steps run one
+// at a time (STALLSCOPE_STEP_QUEUE=0): the same per-step losses. A copy that did not wait for
+// the queued step would hand it the next batch's rows and labels mid-step.
+TEST(CudaDevice, QueuedStepsTrainAsStepsOneAtATime) {
+  REQUIRE_GPU();
+  const Scenario s = FromYaml(R"(
+dataset: {samples: 4096, sample_size: 4KiB, classes: 100}
+storage: {kind: memory}
+loader: {batch_size: 256, prefetch: 8, workers: 4, preprocess: {kind: normalize}}
+gpu: {device: cuda, step_time: 5ms, model: {input: 1024, hidden: 0, layers: 4, classes: 100}}
+run: {epochs: 4, verify: false}
+)");
+  auto queued_steps = [](const VariantResult& v) {
+    for (const auto& [k, x] : v.gpu.facts) {
+      if (k == "steps_queued_behind_another") return x;
+    }
+    return -1.0;
+  };
+  setenv("STALLSCOPE_STEP_QUEUE", "0", 1);
+  const VariantResult one = RunOnGpu(s);
+  unsetenv("STALLSCOPE_STEP_QUEUE");
+  const VariantResult queued = RunOnGpu(s);
+  EXPECT_EQ(queued_steps(one), 0);
+  EXPECT_GT(queued_steps(queued), 32) << "of 64 steps, fed from RAM";
+  ASSERT_EQ(one.gpu.loss.size(), 64u);
+  ASSERT_EQ(queued.gpu.loss.size(), one.gpu.loss.size());
+  for (size_t i = 0; i < one.gpu.loss.size(); ++i) {
+    // (the loss is summed with atomics: equal up to the order of a float sum)
+    EXPECT_NEAR(queued.gpu.loss[i], one.gpu.loss[i], 1e-5 * std::abs(one.gpu.loss[i]))
+        << "step " << i;
+  }
+  EXPECT_LT(queued.loss_last, 0.9 * queued.loss_first);
 }
 
 TEST(CudaDevice, ImpossibleModelsAreSetupErrors) {

@@ -43,7 +43,8 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
   }
   floats += 2 * b * widest + biggest_w + 2 * widest;            // gradients, dW, db ×2
   if (own_gemm) floats += 2 * std::max(biggest_w, b * widest);  // transposed operands
-  return floats * sizeof(float) + (kLossSlots + 1) * sizeof(float) + b * sizeof(uint32_t);
+  const uint64_t lt = own_gemm ? 0 : LtBiasGemm::kWorkspaceBytes;
+  return floats * sizeof(float) + (kLossSlots + 1) * sizeof(float) + b * sizeof(uint32_t) + lt;
 }
 
 double MlpModel::StepFlops(const MlpShape& s) {
@@ -82,6 +83,12 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
   if (own_) {
     scratch_a_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
     scratch_b_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
+  } else {
+    lt_ = std::make_unique<LtBiasGemm>();
+    const int layers = static_cast<int>(weights_.size());
+    for (int l = 0; l < layers; ++l) {
+      lt_->Plan(l, b, dims_[l], dims_[l + 1], biases_[l].get(), /*relu=*/l + 1 < layers);
+    }
   }
   losses_ = DeviceBuffer<float>(kLossSlots);
   STALLSCOPE_CUDA(cudaMemset(losses_.get(), 0, kLossSlots * sizeof(float)));
@@ -206,6 +213,9 @@ void MlpModel::Train(int samples, const uint32_t* labels, float* loss) {
   const int b = Pad(shape_.batch);
   const int layers = static_cast<int>(weights_.size());
   for (int l = 0; l < layers; ++l) {
+    // cuBLAS: bias and ReLU in the GEMM's epilogue (cuBLASLt) where it has an algorithm.
+    if (lt_ && lt_->Run(l, acts_[l].get(), weights_[l].get(), acts_[l + 1].get(), stream_))
+      continue;
     Gemm(false, false, b, dims_[l + 1], dims_[l], acts_[l].get(), weights_[l].get(),
          acts_[l + 1].get());
     STALLSCOPE_CUDA(BiasActivation(acts_[l + 1].get(), biases_[l].get(), b, dims_[l + 1],

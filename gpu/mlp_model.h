@@ -2,8 +2,9 @@
 //
 // An MLP of `layers` linear layers (input → hidden → … → hidden → classes) with ReLU between
 // them: forward (GEMM + bias + ReLU), softmax cross-entropy against the samples' labels,
-// backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS SGEMM or
-// the kernel ladder's best own fp32 kernel (gpu.gemm: own). Every dimension is padded up to
+// backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS SGEMM (the
+// forward ones through cuBLASLt, bias and ReLU in their epilogue: gpu/lt_gemm.h) or the
+// kernel ladder's best own fp32 kernel (gpu.gemm: own). Every dimension is padded up to
 // a multiple of 128 (the own kernels' tile); padded rows and classes carry no gradient.
 //
 // Thread-safety: one thread enqueues steps; the stream orders them.
@@ -16,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "gpu/cuda_util.h"
 #include "gpu/kernels/training.h"
+#include "gpu/lt_gemm.h"
 
 namespace stallscope::gpu {
 
@@ -113,6 +116,7 @@ class MlpModel {
   std::vector<DeviceBuffer<float>> biases_;
   std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
   DeviceBuffer<float> grad_[2], dweight_, dbias_[2], scratch_a_, scratch_b_;
+  std::unique_ptr<LtBiasGemm> lt_;  // cuBLAS: the forward GEMMs with their bias and ReLU
   DeviceBuffer<float> losses_;
   DeviceBuffer<float> loss_now_;  // a graph's step writes its loss here
   bool use_graphs_ = false;

@@ -2,14 +2,15 @@
 //
 // A device has two input buffers (double buffering): the copy of batch k+1 into one buffer
 // overlaps the training step on batch k in the other. The pipeline calls CopyIn() from its
-// copy thread and Step() from its device thread; a buffer is never copied into while a step
-// reads it. Implementations: EmulatedDevice (gpu/emulated_device.h) and, on a GPU host,
+// copy thread and Step() (or Launch() and Wait()) from its device thread; a buffer is never
+// copied into while a step reads it (a device that queues steps orders the two itself, see
+// queues_steps()). Implementations: EmulatedDevice (gpu/emulated_device.h) and, on a GPU host,
 // CudaDevice.
 //
 // Times are MonotonicSeconds(): seconds on the steady clock, shared by every stage.
 //
-// Thread-safety: CopyIn() and Step() are called from two different threads concurrently,
-// on different buffers.
+// Thread-safety: CopyIn() and Step() (or Launch() and Wait()) are called from two different
+// threads concurrently, on different buffers.
 #ifndef STALLSCOPE_PIPELINE_DEVICE_H_
 #define STALLSCOPE_PIPELINE_DEVICE_H_
 
@@ -76,6 +77,24 @@ class Device {
   // (when the previous step ended, or when this batch arrived, whichever is later).
   // Blocks until the step is complete.
   virtual StepTiming Step(int buffer, const DeviceBatch& batch, double earliest_start) = 0;
+  // Queued steps, as a training loop keeps a GPU's stream fed: Launch() starts a step as
+  // Step() does but may return before it is complete; Wait() blocks until the oldest launched
+  // step is complete and returns its timing. A device that says queues_steps() accepts a
+  // second Launch() before the first one's Wait(), and then makes CopyIn() into a buffer wait
+  // (on the device) for the step still reading it; the pipeline launches step k+1 before
+  // waiting for step k whenever batch k+1 is already on the device, so the GPU does not idle
+  // through the host's turn-around between the steps. Timings stay in step order and do not
+  // overlap: a queued step starts when the one before it ended. The default runs Step() in
+  // Launch(), which never queues.
+  virtual bool queues_steps() const { return false; }
+  // Input buffers the pipeline cycles through: batch k goes to buffer k % input_buffers().
+  // A device that queues steps has three, so that the next batch's copy need not wait for
+  // the queued step (at least two).
+  virtual int input_buffers() const { return 2; }
+  virtual void Launch(int buffer, const DeviceBatch& batch, double earliest_start) {
+    launched_ = Step(buffer, batch, earliest_start);
+  }
+  virtual StepTiming Wait() { return launched_; }
   // Busy seconds a step takes when fed at once (the GPU's demand: batch / step_seconds).
   virtual double nominal_step_seconds() const = 0;
   // A stop is pending (true) or a run begins (false). A device whose steps can be cut short
@@ -105,6 +124,9 @@ class Device {
 
  protected:
   uint64_t state_bytes_ = 0;
+
+ private:
+  StepTiming launched_;  // the default Launch()'s, until Wait()
 };
 
 }  // namespace stallscope

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "base/align.h"
@@ -23,6 +24,7 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
       storage_(storage),
       cache_(cache),
       device_(device),
+      buffers_(std::max(device.input_buffers(), 2)),
       sampler_(storage.num_samples(), options.seed),
       plan_(PlanFor(options, storage)) {
   if (cache.num_tiers() > kMaxCacheTiers) {
@@ -214,9 +216,15 @@ void Pipeline::ResetForRun() {
   if (options_.loader.preprocess.cost > 0) CpuBurner::Get();  // calibrate before the clock starts
 }
 
-// The device thread (the caller of Run): each batch, once on the device, is stepped.
+// The device thread (the caller of Run): each batch, once on the device, is stepped. On a
+// device that queues steps (a GPU's stream), step b+1 is launched before step b is waited for
+// whenever batch b+1 is on the device already, as a training loop keeps its stream fed; not
+// in multi-rank runs (every step waits at the ranks' barrier) nor with checkpoints (a
+// checkpoint comes between two steps).
 void Pipeline::DeviceLoop() {
   double previous_end = 0;
+  const bool may_queue = device_.queues_steps() && !options_.step_sync && !checkpointer_;
+  std::optional<uint64_t> launched;  // a step launched and not yet waited for
   try {
     for (uint64_t b = 0; b < plan_.total_batches; ++b) {
       bool stopping = false;
@@ -254,46 +262,66 @@ void Pipeline::DeviceLoop() {
       db.samples = r.samples - r.skipped;  // as copied (skipped rows were closed up)
       db.row_bytes = plan_.staged_stride;
       db.rows_are_floats = plan_.normalize;
-      const StepTiming t = device_.Step(static_cast<int>(b % 2), db, earliest);
-      if (interrupted_ && MonotonicSeconds() < t.end) {  // cut short by the stop
-        // The peers step on to the next barrier unless told: tell them there, then leave.
-        if (options_.step_sync && b + 1 < plan_.total_batches) {
-          options_.step_sync->Arrive(b + 1, StepSync::kStopping);
-        }
-        break;
+      device_.Launch(static_cast<int>(b % buffers_), db, earliest);
+      const std::optional<uint64_t> before = launched;
+      launched = b;
+      if (before && !StepDone(*before, device_.Wait(), previous_end)) break;
+      bool next_ready = false;
+      if (may_queue && b + 1 < plan_.total_batches) {
+        std::lock_guard lock(mu_);
+        next_ready = copied_[b + 1] && !stop_;
       }
-      r.step_start = t.start;
-      r.step_end = t.end;
-      r.step_busy = t.busy;
-      r.queues = SampleQueues(b);
-      if (options_.observer) {
-        options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.run.warmup_steps,
-                                  r.queues);
+      if (!next_ready) {
+        launched.reset();
+        if (!StepDone(b, device_.Wait(), previous_end)) break;
       }
-      previous_end = t.end;
-      if (checkpointer_) {
-        {
-          // The loader goes on with the next batches while the checkpoint holds the device.
-          std::lock_guard lock(mu_);
-          device_batch_ = b + 1;
-        }
-        fetch_cv_.notify_all();
-        copy_cv_.notify_all();
-        if (b == 0) checkpointer_->Start(t.start);
-        const double resumed = checkpointer_->AfterStep(b, t.end);
-        if (resumed > 0 && b + 1 < plan_.total_batches) records_[b + 1].checkpoint_done = resumed;
-      }
-      if (b == 0) live_.first_step_start = t.start;
-      live_.last_step_end = t.end;
-      live_.busy_seconds = live_.busy_seconds.load(std::memory_order_relaxed) + t.busy;
-      live_.samples.fetch_add(r.samples - r.skipped, std::memory_order_relaxed);
-      live_.steps.fetch_add(1, std::memory_order_relaxed);
-      steps_done_ = b + 1;
-      live_.epoch = r.epoch;
     }
+    if (launched) StepDone(*launched, device_.Wait(), previous_end);  // the last, or one left
   } catch (const std::exception& e) {
     Fail(std::string("device: ") + e.what());
   }
+}
+
+// Step b is complete (timing t): its record, the observer, the checkpoint after it. False
+// when the run stops here.
+bool Pipeline::StepDone(uint64_t b, const StepTiming& t, double& previous_end) {
+  BatchRecord& r = records_[b];
+  if (interrupted_ && MonotonicSeconds() < t.end) {  // cut short by the stop
+    // The peers step on to the next barrier unless told: tell them there, then leave.
+    if (options_.step_sync && b + 1 < plan_.total_batches) {
+      options_.step_sync->Arrive(b + 1, StepSync::kStopping);
+    }
+    return false;
+  }
+  r.step_start = t.start;
+  r.step_end = t.end;
+  r.step_busy = t.busy;
+  r.queues = SampleQueues(b);
+  if (options_.observer) {
+    options_.observer->OnStep(r, b == 0 ? 0.0 : previous_end, b >= options_.run.warmup_steps,
+                              r.queues);
+  }
+  previous_end = t.end;
+  if (checkpointer_) {
+    {
+      // The loader goes on with the next batches while the checkpoint holds the device.
+      std::lock_guard lock(mu_);
+      device_batch_ = b + 1;
+    }
+    fetch_cv_.notify_all();
+    copy_cv_.notify_all();
+    if (b == 0) checkpointer_->Start(t.start);
+    const double resumed = checkpointer_->AfterStep(b, t.end);
+    if (resumed > 0 && b + 1 < plan_.total_batches) records_[b + 1].checkpoint_done = resumed;
+  }
+  if (b == 0) live_.first_step_start = t.start;
+  live_.last_step_end = t.end;
+  live_.busy_seconds = live_.busy_seconds.load(std::memory_order_relaxed) + t.busy;
+  live_.samples.fetch_add(r.samples - r.skipped, std::memory_order_relaxed);
+  live_.steps.fetch_add(1, std::memory_order_relaxed);
+  steps_done_ = b + 1;
+  live_.epoch = r.epoch;
+  return true;
 }
 
 // The run's record from what every stage wrote, once every thread has stopped.
@@ -465,7 +493,8 @@ void Pipeline::CopyLoop() {
     Slot* slot;
     {
       std::unique_lock lock(mu_);
-      // Buffer b % 2 is free once the device has moved past step b - 2.
+      // Batch b's buffer was last read by step b - buffers_, complete once the device thread
+      // is at step b - 1 (with three buffers, even while step b - 2 is queued).
       copy_cv_.wait(lock, [&] { return stop_ || (ready_[b] && b <= device_batch_ + 1); });
       if (stop_) return;
       slot = slots_[slot_of_batch_[b]].get();
@@ -473,7 +502,7 @@ void Pipeline::CopyLoop() {
     BatchRecord& r = records_[b];
     r.copy_start = MonotonicSeconds();
     try {
-      r.copy_seconds = device_.CopyIn(static_cast<int>(b % 2), MakeDeviceBatch(*slot));
+      r.copy_seconds = device_.CopyIn(static_cast<int>(b % buffers_), MakeDeviceBatch(*slot));
     } catch (const std::exception& e) {
       Fail(std::string("device copy: ") + e.what());
       return;

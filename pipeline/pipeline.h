@@ -214,6 +214,7 @@ class Pipeline final : private ReadCallback {
 
   void ResetForRun();
   void DeviceLoop();
+  bool StepDone(uint64_t b, const StepTiming& t, double& previous_end);
   void FinishRecord(RunRecord& rec);
   void FetcherLoop();
   void WorkerLoop(int worker);
@@ -238,6 +239,7 @@ class Pipeline final : private ReadCallback {
   Storage& storage_;
   Cache& cache_;
   Device& device_;
+  const int buffers_;  // device input buffers: batch b goes to b % buffers_
   const Sampler sampler_;
   const RunPlan plan_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -12,6 +12,9 @@ It reads these files from OUT and nothing else:
                       gpu.busy_fraction and gpu.event_busy_fraction of "cuda"
   h2d.txt             bench_h2d's output (step 6): its H2D_PLAIN_BYTES_PER_SECOND line
   kernels.json        `stallscope kernels --json` (step 3): rows of the GEMM ladder
+  graph-STEP-true.json  `stallscope run scenarios/gpu_compute_bound.yaml --variant cublas
+                      --set gpu.step_time=STEP --set gpu.graph=true --json` (step 4b), STEP
+                      50ms and 5ms: gpu_idle_fraction, gpu.busy_fraction, gpu.event_busy_fraction
 
 The GPU test suite's and compute-sanitizer's exit statuses (steps 2 and 7) come as options.
 
@@ -46,6 +49,10 @@ RUNG9 = "9 tma-wgmma bf16"
 RUNG9_SIZES = (4096, 8192)  # issue #20: rung 9 >= 80% of cuBLAS bf16 at 4096³ and 8192³
 RUNG9_PERCENT_OF_CUBLAS_MIN = 80
 ALTERNATED_PAIRS_MIN = 20  # ... as the median of >= 20 runs alternated with cuBLAS
+# Issue #20, graph-captured steps: CUDA events minus CUPTI busy fraction, by step time, and
+# the compute-bound idle with graphs (50 ms steps).
+GRAPH_EVENTS_MINUS_CUPTI_PP = {"50ms": 0.001, "5ms": 0.005}
+GRAPH_COMPUTE_BOUND_IDLE_MAX = 0.003
 
 
 class MissingInput(Exception):
@@ -209,6 +216,24 @@ def check_rung9_near_cublas(inp):
               and r.get("alternated_pairs", 0) >= ALTERNATED_PAIRS_MIN)
         yield (f"({size})", ok, f"{r['tflops']:.1f} TFLOP/s = {r['percent_of_cublas']:.1f}%, "
                f"{r.get('alternated_pairs', 0)} pairs")
+
+
+@check("graph steps: events - CUPTI <= 0.1 pp (50 ms), 0.5 pp (5 ms)")
+def check_graph_steps_events_near_cupti(inp):
+    """With gpu.graph, CUDA events' busy fraction exceeds CUPTI's by <= 0.1 pp at 50 ms
+    steps and <= 0.5 pp at 5 ms steps (the launch gaps left inside a step)."""
+    for step, bound in GRAPH_EVENTS_MINUS_CUPTI_PP.items():
+        g = inp.json(f"graph-{step}-true.json")["variants"][0]["gpu"]
+        d = g["event_busy_fraction"] - g["busy_fraction"]
+        yield (f"({step})", d <= bound, f"{100 * d:.3f} pp (at most {100 * bound:.1f})")
+
+
+@check("graph steps: compute-bound idle <= 0.3%")
+def check_graph_steps_compute_bound_idle(inp):
+    """With gpu.graph and 50 ms steps fed from RAM, the GPU idles <= 0.3% of the window."""
+    v = inp.json("graph-50ms-true.json")["variants"][0]
+    yield ("(50ms)", v["gpu_idle_fraction"] <= GRAPH_COMPUTE_BOUND_IDLE_MAX,
+           f"idle {100 * v['gpu_idle_fraction']:.3f}%")
 
 
 @check("GPU test suite")

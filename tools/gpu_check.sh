@@ -58,7 +58,8 @@ print(f"step {sys.argv[2]:5} graph {sys.argv[3]:5}: idle {v['gpu_idle_fraction']
       f"({(ev - cu) * w / n * 1e3:.3f} ms/step), {v['samples_per_second']:.0f} samples/s, "
       f"width {int(m['hidden_width'])}, {int(m.get('step_graphs_captured', 0))} graphs captured; "
       f"per step: gaps between kernels {m.get('mean_gaps_between_kernels_per_step_seconds', 0) * 1e6:.1f} us, "
-      f"event edges {m.get('mean_event_edges_per_step_seconds', 0) * 1e6:.1f} us")
+      f"event edges {m.get('mean_event_edges_per_step_seconds', 0) * 1e6:.1f} us; "
+      f"{int(m.get('steps_queued_behind_another', 0))} of {n} steps queued behind another")
 PY
   done
 done | tee "$OUT/graph.txt"

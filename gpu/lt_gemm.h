@@ -1,0 +1,55 @@
+// LtBiasGemm: a layer's forward pass as one cuBLASLt launch, row-major
+// C (rows × out) = A (rows × in) · W (in × out) + bias, with ReLU on hidden layers: the GEMM's
+// epilogue adds the bias and applies the activation, so the step has no separate bias kernel
+// per layer (issue #20: fewer kernels, fewer launch gaps in a step).
+//
+// One plan per layer (its shapes, epilogue and bias pointer), with the algorithm cuBLASLt's
+// heuristic picks for them; a layer for which it finds none reports false from Run() and the
+// caller falls back to cublasSgemm and a bias kernel.
+//
+// Thread-safety: not thread-safe; used by one MlpModel on its stream.
+#ifndef STALLSCOPE_GPU_LT_GEMM_H_
+#define STALLSCOPE_GPU_LT_GEMM_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "gpu/cuda_util.h"
+
+namespace stallscope::gpu {
+
+class LtBiasGemm {
+ public:
+  LtBiasGemm();
+  ~LtBiasGemm();
+  LtBiasGemm(const LtBiasGemm&) = delete;
+  LtBiasGemm& operator=(const LtBiasGemm&) = delete;
+
+  // Plans layer `layer`: C (rows × out) = A (rows × in) · W (in × out) + bias, ReLU if `relu`.
+  // False when cuBLASLt has no algorithm for it (Run() then returns false for the layer).
+  bool Plan(int layer, int rows, int in, int out, const float* bias, bool relu);
+  // Enqueues the layer's GEMM on `stream`; false (nothing enqueued) when it is not planned.
+  bool Run(int layer, const float* a, const float* w, float* c, cudaStream_t stream);
+
+  static constexpr std::size_t kWorkspaceBytes = 32 << 20;
+
+ private:
+  struct LayerPlan {
+    bool ok = false;
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t w = nullptr, a = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  static void Destroy(LayerPlan& p);
+
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer<std::byte> workspace_;
+  std::vector<LayerPlan> plans_;
+};
+
+}  // namespace stallscope::gpu
+
+#endif  // STALLSCOPE_GPU_LT_GEMM_H_
