@@ -441,10 +441,11 @@ TEST(CudaDevice, ComputeBoundRunIsBusyAndLearns) {
   EXPECT_NEAR(calibrated, 0.050, 0.005);
 }
 
-// Steps queued on the stream (each launched while the one before still runs, its batch
-// copied into the buffer that step read once the step is done) train exactly as steps run one
-// at a time (STALLSCOPE_STEP_QUEUE=0): the same per-step losses. A copy that did not wait for
-// the queued step would hand it the next batch's rows and labels mid-step.
+// Steps queued on the stream (each launched while the one before still runs, on three input
+// buffers) train exactly as steps run one at a time (STALLSCOPE_STEP_QUEUE=0): the same
+// per-step losses. A step handed another buffer's graph, events or labels, or a batch copied
+// into a buffer its queued step still reads (with neither the third buffer nor the copy's
+// wait for that step), would train differently.
 TEST(CudaDevice, QueuedStepsTrainAsStepsOneAtATime) {
   REQUIRE_GPU();
   const Scenario s = FromYaml(R"(

@@ -51,12 +51,11 @@ bool LtBiasGemm::Plan(int layer, int rows, int in, int out, const float* bias, b
     return false;
   }
   p.algo = result.algo;
-  p.ok = true;
   return true;
 }
 
 bool LtBiasGemm::Run(int layer, const float* a, const float* w, float* c, cudaStream_t stream) {
-  if (layer < 0 || static_cast<size_t>(layer) >= plans_.size() || !plans_[layer].ok) return false;
+  if (layer < 0 || static_cast<size_t>(layer) >= plans_.size() || !plans_[layer].desc) return false;
   const LayerPlan& p = plans_[layer];
   const float one = 1, zero = 0;
   STALLSCOPE_CUBLAS(cublasLtMatmul(handle_, p.desc, &one, w, p.w, a, p.a, &zero, c, p.c, c, p.c,

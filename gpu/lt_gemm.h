@@ -37,8 +37,7 @@ class LtBiasGemm {
   static constexpr std::size_t kWorkspaceBytes = 32 << 20;
 
  private:
-  struct LayerPlan {
-    bool ok = false;
+  struct LayerPlan {  // planned when desc is set (Plan() leaves a failed one empty)
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t w = nullptr, a = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
