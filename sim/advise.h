@@ -87,6 +87,14 @@ AdviseResult Advise(const ScenarioFile& file, const AdviseOptions& options, Simu
 AdviseResult AdviseExhaustive(const ScenarioFile& file, const AdviseOptions& options,
                               Simulator& sim);
 
+// The same grid's best point (ranked.front()) without simulating all of it: points are
+// simulated cheapest first (cost per day where priced, then size; both known before a point is
+// simulated), one cost at a time, until a cost at which a changed point reaches the target.
+// No point left out can rank ahead of that one. `ranked` holds the simulated points that reach;
+// `closest` is the grid's only when nothing reaches (then every point is simulated).
+AdviseResult AdviseGridCheapestFirst(const ScenarioFile& file, const AdviseOptions& options,
+                                     Simulator& sim);
+
 // Every --set of the point's changes, in order: what a user pastes.
 std::vector<Override> PointSets(const AdvisePoint& p);
 std::string PointSetText(const AdvisePoint& p);  // "loader.prefetch=8 checkpoint.mode=async"
