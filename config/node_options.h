@@ -24,11 +24,12 @@ struct NodeOptions {
   double verify = 3e9;         // run.verify: checking a sample's content
   double jpeg_decode = 100e6;  // jpeg-decode: compressed bytes decoded, cropped, normalized
   double receive = 3e9;        // landing a storage read's bytes (the completion thread)
-  double memcpy = 10e9;        // a RAM-tier hit's copy; the emulated device's copy
+  double memcpy = 10e9;        // a RAM-tier hit's copy (one sample)
   double fill = 5e9;           // copying into fresh pages: a RAM tier admitting a sample
-  // One copy far larger than the caches, memory to memory: the emulated device's snapshot of
-  // its state for an async checkpoint. `memcpy` is measured on one sample (cache-resident);
-  // a 128 MiB snapshot runs at the memory's speed, 2-4x slower on the hosts measured.
+  // One copy far larger than the caches, memory to memory: the emulated device's copy of a
+  // batch, and its snapshot of its state for an async checkpoint. `memcpy` is measured on one
+  // sample (cache-resident); a batch or a 128 MiB snapshot runs at the memory's speed, 2-5x
+  // slower on the hosts measured.
   double snapshot = 10e9;
   // How long one second of loader.preprocess.cost takes on one core, alone and with every
   // core busy (virtual cores sharing a physical one run slower together).
@@ -56,10 +57,9 @@ inline constexpr std::array<NodeRate, 11> kNodeRates = {{
     {"verify", &NodeOptions::verify, "content verification per core"},
     {"jpeg_decode", &NodeOptions::jpeg_decode, "JPEG decode + crop + normalize per core"},
     {"receive", &NodeOptions::receive, "landing received bytes per core"},
-    {"memcpy", &NodeOptions::memcpy, "memcpy (RAM-tier hit, emulated copy)"},
+    {"memcpy", &NodeOptions::memcpy, "memcpy of a sample (RAM-tier hit)"},
     {"fill", &NodeOptions::fill, "memcpy into fresh pages (RAM-tier admit)"},
-    {"snapshot", &NodeOptions::snapshot, "one large memcpy (emulated checkpoint snapshot)", false,
-     true},
+    {"snapshot", &NodeOptions::snapshot, "one large memcpy (emulated copy, snapshot)", false, true},
     {"nic", &NodeOptions::nic, "storage bytes into the node"},
     {"h2d", &NodeOptions::h2d, "host to device per GPU"},
     {"cost_factor", &NodeOptions::cost_factor, "seconds per second of preprocess.cost", true},

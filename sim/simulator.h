@@ -15,8 +15,9 @@
 //     the step (emulated: step_time).
 // CPU work is not run but charged at the rates of the scenario's node (cluster.node,
 // config/node_options.h): bytes→float normalization, content verification, JPEG decode,
-// landing received bytes, memcpy (RAM-tier hits and the emulated device's copy), copying into
-// a RAM tier; `loader.preprocess.cost` at the node's cost factor. Storage reads pass through
+// landing received bytes, memcpy (RAM-tier hits), one large copy (the emulated device's copy of
+// a batch, and its checkpoint snapshot), copying into a RAM tier; `loader.preprocess.cost` at
+// the node's cost factor. Storage reads pass through
 // the node's NIC (a FIFO at node.nic that may overlap the storage's own transfer); the CUDA
 // device's copy runs at node.h2d. Nothing here measures the host: the same scenario gives the
 // same result every time.
