@@ -98,6 +98,31 @@ std::string FormatBytes(double b) {
 
 std::string FormatRate(double b) { return FormatBytes(b) + "/s"; }
 
+std::string ExactSize(uint64_t b) {
+  static constexpr std::pair<uint64_t, const char*> kUnits[] = {{1ULL << 50, "PiB"},
+                                                                {1ULL << 40, "TiB"},
+                                                                {1ULL << 30, "GiB"},
+                                                                {1ULL << 20, "MiB"},
+                                                                {1ULL << 10, "KiB"}};
+  for (const auto& [unit, name] : kUnits) {
+    if (b >= unit && b % unit == 0) return fmt::format("{}{}", b / unit, name);
+  }
+  return fmt::format("{}B", b);
+}
+
+std::string ExactRate(double bytes_per_second) {
+  const auto b = static_cast<uint64_t>(std::llround(bytes_per_second));
+  static constexpr std::pair<uint64_t, const char*> kUnits[] = {{1000000000000000ULL, "PB"},
+                                                                {1000000000000ULL, "TB"},
+                                                                {1000000000ULL, "GB"},
+                                                                {1000000ULL, "MB"},
+                                                                {1000ULL, "kB"}};
+  for (const auto& [unit, name] : kUnits) {
+    if (b >= unit && b % unit == 0) return fmt::format("{}{}/s", b / unit, name);
+  }
+  return fmt::format("{}B/s", b);
+}
+
 std::string FormatBinaryBytes(double b) {
   if (b >= 0x1p60) return fmt::format("{:.2f} EiB", b / 0x1p60);
   if (b >= 0x1p50) return fmt::format("{:.2f} PiB", b / 0x1p50);

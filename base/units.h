@@ -31,6 +31,13 @@ std::string FormatBinaryBytes(double bytes);
 // Bytes per second, decimal: "25.00 GB/s", "180.0 MB/s" (FormatBytes + "/s").
 std::string FormatRate(double bytes_per_second);
 
+// Values to paste into a scenario or --set that parse back to exactly the same number: the
+// largest unit that divides the value without a remainder. "56MiB" (58,720,256), "4097B";
+// rates in decimal units: "1866MB/s", "200GB/s", "1234567B/s" (a fractional rate rounds to
+// whole bytes per second first).
+std::string ExactSize(uint64_t bytes);
+std::string ExactRate(double bytes_per_second);
+
 }  // namespace stallscope
 
 #endif  // STALLSCOPE_BASE_UNITS_H_

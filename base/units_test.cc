@@ -44,5 +44,22 @@ TEST(Units, FormattingSaysWhichUnit) {
   EXPECT_EQ(FormatDuration(0.0123), "12.30 ms");
 }
 
+// What advise prints for pasting: short, and read back to the very same number.
+TEST(Units, ExactValuesParseBackToThemselves) {
+  EXPECT_EQ(ExactSize(58720256), "56MiB");
+  EXPECT_EQ(ExactSize(32ULL << 30), "32GiB");
+  EXPECT_EQ(ExactSize(4097), "4097B");
+  EXPECT_EQ(ExactSize(0), "0B");
+  EXPECT_EQ(ExactRate(1866000000.0), "1866MB/s");
+  EXPECT_EQ(ExactRate(200e9), "200GB/s");
+  EXPECT_EQ(ExactRate(1234567.4), "1234567B/s");
+  for (uint64_t b : {1ULL, 1023ULL, 1024ULL, 3ULL << 20, (5ULL << 40) + 1, 8ULL << 60}) {
+    EXPECT_EQ(*ParseSize(ExactSize(b)), static_cast<double>(b)) << ExactSize(b);
+  }
+  for (double r : {1.0, 999.0, 30e6, 1.866e9, 2.5e9, 1e15, 123456789012.0}) {
+    EXPECT_EQ(*ParseRate(ExactRate(r)), r) << ExactRate(r);
+  }
+}
+
 }  // namespace
 }  // namespace stallscope

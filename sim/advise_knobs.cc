@@ -14,12 +14,13 @@ constexpr double kGiB = 1073741824.0;
 
 std::string TierYaml(const TierOptions& t) {
   std::string y = fmt::format("{{kind: {}, policy: {}", NameOf(t.kind), NameOf(t.policy));
-  if (t.kind != TierKind::kDistributed) y += fmt::format(", capacity: {}", t.capacity);
+  if (t.kind != TierKind::kDistributed) y += ", capacity: " + ExactSize(t.capacity);
   if (!t.path.empty()) y += fmt::format(", path: \"{}\"", t.path);
   if (t.clear) y += ", clear: true";
   if (t.overcommit) y += ", overcommit: true";
   if (t.kind == TierKind::kDisk) {
-    y += fmt::format(", bandwidth: {:.0f}B/s, latency: {:.9f}s", t.read_bandwidth, t.read_latency);
+    y += fmt::format(", bandwidth: {}, latency: {:.9f}s", ExactRate(t.read_bandwidth),
+                     t.read_latency);
   }
   return y + "}";
 }
@@ -53,7 +54,7 @@ void AddStorageAndNodeKnobs(const Scenario& s, std::vector<Knob>& knobs) {
     for (double f : {1.5, 2.0, 4.0}) {
       AdviseChange c;
       c.storage_gbps = bw * (f - 1) / 1e9;
-      Rung(k, "storage.bandwidth", fmt::format("{:.0f}B/s", bw * f),
+      Rung(k, "storage.bandwidth", ExactRate(bw * f),
            fmt::format("faster storage: {} → {}{}", FormatRate(bw), FormatRate(bw * f),
                        iops > 0 ? fmt::format(", {:.0f} → {:.0f} IOPS", iops, iops * f) : ""),
            c);
@@ -93,7 +94,7 @@ void AddStorageAndNodeKnobs(const Scenario& s, std::vector<Knob>& knobs) {
   }
   if (s.cluster.nodes > 1 && s.storage.kind == StorageKind::kSimulated) {
     Knob k{"nic"};
-    Rung(k, "cluster.node.nic", fmt::format("{:.0f}B/s", s.cluster.node.nic * 2),
+    Rung(k, "cluster.node.nic", ExactRate(s.cluster.node.nic * 2),
          fmt::format("cluster.node.nic {} → {}", FormatRate(s.cluster.node.nic),
                      FormatRate(s.cluster.node.nic * 2)));
     knobs.push_back(k);
@@ -114,8 +115,7 @@ std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
     Rung(k, "cache.tiers", "[" + list + "{kind: distributed}]",
          "a distributed tier: the nodes' RAM tiers serve each other's misses");
     if (s.cluster.network_bandwidth <= 0) {
-      k.rungs.back().sets.emplace_back("cluster.network_bandwidth",
-                                       fmt::format("{:.0f}B/s", s.cluster.node.nic));
+      k.rungs.back().sets.emplace_back("cluster.network_bandwidth", ExactRate(s.cluster.node.nic));
     }
     knobs.push_back(k);
   }
@@ -166,10 +166,11 @@ std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
               : fmt::format("a RAM tier of {} (fill-once), {:.0f}% of the dataset",
                             FormatBinaryBytes(cap), std::min(f, 1.0) * 100);
       if (mem >= 0) {
-        Rung(k, fmt::format("cache.tiers.{}.capacity", mem), std::to_string(cap), text, c);
+        Rung(k, fmt::format("cache.tiers.{}.capacity", mem), ExactSize(cap), text, c);
       } else if (s.cache_tiers.empty()) {
         Rung(k, "cache.tiers",
-             fmt::format("[{{kind: memory, capacity: {}, policy: fill-once}}]", cap), text, c);
+             fmt::format("[{{kind: memory, capacity: {}, policy: fill-once}}]", ExactSize(cap)),
+             text, c);
       }
     }
     if (!k.rungs.empty()) knobs.push_back(k);
