@@ -20,7 +20,7 @@ namespace stallscope {
 struct NodeOptions {
   uint32_t cores = 32;  // preprocessing cores (the workers of all the node's ranks share them)
   // Per core, bytes per second of the work's input:
-  double normalize = 2e9;      // loader.preprocess.kind normalize: bytes → float32
+  double normalize = 2e9;      // normalize: bytes → float32, written into a batch's staging
   double verify = 3e9;         // run.verify: checking a sample's content
   double jpeg_decode = 100e6;  // jpeg-decode: compressed bytes decoded, cropped, normalized
   double receive = 3e9;        // landing a storage read's bytes (the completion thread)
