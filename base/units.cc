@@ -111,6 +111,9 @@ std::string ExactSize(uint64_t b) {
 }
 
 std::string ExactRate(double bytes_per_second) {
+  if (!(bytes_per_second >= 0 && bytes_per_second < 9e18)) {  // past int64: as it is
+    return fmt::format("{:.0f}B/s", bytes_per_second);
+  }
   const auto b = static_cast<uint64_t>(std::llround(bytes_per_second));
   static constexpr std::pair<uint64_t, const char*> kUnits[] = {{1000000000000000ULL, "PB"},
                                                                 {1000000000000ULL, "TB"},

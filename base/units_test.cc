@@ -56,7 +56,7 @@ TEST(Units, ExactValuesParseBackToThemselves) {
   for (uint64_t b : {1ULL, 1023ULL, 1024ULL, 3ULL << 20, (5ULL << 40) + 1, 8ULL << 60}) {
     EXPECT_EQ(*ParseSize(ExactSize(b)), static_cast<double>(b)) << ExactSize(b);
   }
-  for (double r : {1.0, 999.0, 30e6, 1.866e9, 2.5e9, 1e15, 123456789012.0}) {
+  for (double r : {1.0, 999.0, 30e6, 1.866e9, 2.5e9, 1e15, 123456789012.0, 3.2e19}) {
     EXPECT_EQ(*ParseRate(ExactRate(r)), r) << ExactRate(r);
   }
 }
