@@ -57,6 +57,8 @@ class Search {
   AdviseResult Run();
   AdviseResult RunAll();
   AdviseResult RunCheapestFirst();
+  // Every point of the space, the scenario as it is first.
+  std::vector<Point> AllPoints() const;
 
  private:
   void Price(AdvisePoint& p) const {
@@ -316,34 +318,30 @@ void Search::Swap(const std::vector<int>& best_rung, const std::vector<double>& 
   }
 }
 
-AdviseResult Search::RunAll() {
+std::vector<Search::Point> Search::AllPoints() const {
   const size_t K = knobs_.size();
-  Point p(K, -1);
-  std::vector<Point> chunk;  // simulated side by side, 64 points at a time
-  while (true) {
-    chunk.push_back(p);
+  std::vector<Point> all;
+  for (Point p(K, -1);;) {
+    all.push_back(p);
     size_t k = 0;
     while (k < K && ++p[k] == static_cast<int>(knobs_[k].rungs.size())) p[k++] = -1;
-    if (k == K || chunk.size() == 64) {
-      EvalMany(chunk, true);
-      chunk.clear();
-    }
-    if (k == K) break;
+    if (k == K) return all;
+  }
+}
+
+AdviseResult Search::RunAll() {
+  const std::vector<Point> all = AllPoints();
+  for (size_t at = 0; at < all.size(); at += 64) {  // simulated side by side, 64 at a time
+    EvalMany({all.begin() + at, all.begin() + std::min(all.size(), at + 64)}, true);
   }
   Finish();
   return result_;
 }
 
 AdviseResult Search::RunCheapestFirst() {
-  const size_t K = knobs_.size();
   // Every point with its cost, known before it is simulated.
   std::vector<std::pair<AdvisePoint, Point>> all;
-  for (Point p(K, -1);;) {
-    all.emplace_back(Unsimulated(p), p);
-    size_t k = 0;
-    while (k < K && ++p[k] == static_cast<int>(knobs_[k].rungs.size())) p[k++] = -1;
-    if (k == K) break;
-  }
+  for (const Point& p : AllPoints()) all.emplace_back(Unsimulated(p), p);
   const auto cost = [](const AdvisePoint& a) { return a.priced ? a.cost_per_day : 0.0; };
   std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
     return std::pair(cost(a.first), a.first.size) < std::pair(cost(b.first), b.first.size);
