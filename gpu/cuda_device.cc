@@ -505,6 +505,15 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   // gpu.graph: how many step graphs were captured (0: every step launched kernel by kernel).
   r.facts.emplace_back("step_graphs_captured", static_cast<double>(d.model->graphs_captured()));
   r.facts.emplace_back("steps_queued_behind_another", static_cast<double>(d.queued));
+  // gpu.gemm: own: how many of the step's distinct GEMM shapes run on rung 9 (bf16, TMA).
+  if (!d.model->own_gemms().empty()) {
+    double rung9 = 0;
+    for (const OwnGemmChoice& g : d.model->own_gemms()) {
+      rung9 += g.kernel == GemmKernel::kTmaWgmmaBf16;
+    }
+    r.facts.emplace_back("own_gemm_shapes", static_cast<double>(d.model->own_gemms().size()));
+    r.facts.emplace_back("own_gemm_shapes_on_rung9", rung9);
+  }
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "app/make_device.h"
@@ -227,21 +228,35 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
   EXPECT_NEAR(download(dloss, 1)[0], loss, 1e-5 * std::abs(loss));
   for (int i = 0; i < rows * ld; ++i) ASSERT_NEAR(got_d[i], d[i], 1e-6) << "gradient " << i;
   for (int c = 0; c < ld; ++c) ASSERT_NEAR(got_col[c], col[c], 1e-5) << "column " << c;
+  {  // the same with the bias stepped by the column sums it computes
+    const std::vector<float> bias = random(ld);
+    DeviceBuffer<float> dbias = upload(bias);
+    STALLSCOPE_CUDA(SoftmaxCrossEntropy(dz.get(), dlabels.get(), rows, ld, samples, classes,
+                                        dd.get(), dcol.get(), dloss.get(), nullptr,
+                                        BiasStep{dbias.get(), 0.5f}));
+    const std::vector<float> stepped = download(dbias, ld);
+    for (int c = 0; c < ld; ++c) {
+      ASSERT_NEAR(stepped[c], bias[c] - 0.5 * col[c], 1e-5) << "bias " << c;
+    }
+  }
 
   const int n = 300, nw = 1000;
   const float lr = 0.1f;
   const std::vector<float> g = random(rows * n), a = random(rows * n), w = random(nw),
                            dw = random(nw), bias = random(n), db = random(n);
-  for (int mode = 0; mode < 3; ++mode) {  // 0 both, 1 ReLU only, 2 update only
+  const std::vector<float> below = random(n);  // the bias of the layer below (mode 3)
+  for (int mode = 0; mode < 4; ++mode) {  // 0 both, 1 ReLU only, 2 update only, 3 ReLU + bias step
     DeviceBuffer<float> dg = upload(g), da = upload(a), dsum(n), dwt = upload(w), ddw = upload(dw),
-                        db_ = upload(bias), ddb = upload(db);
+                        db_ = upload(bias), ddb = upload(db), dbelow = upload(below);
     STALLSCOPE_CUDA(FillNaN(dsum.get(), n, nullptr));
     SgdTarget sgd{dwt.get(), ddw.get(), nw, db_.get(), ddb.get(), n, lr};
-    if (mode == 1) sgd = SgdTarget{};
+    if (mode == 1 || mode == 3) sgd = SgdTarget{};
     STALLSCOPE_CUDA(ReluBackwardAndUpdate(mode == 2 ? nullptr : dg.get(), da.get(), rows, n,
-                                          dsum.get(), sgd, nullptr));
+                                          dsum.get(), sgd, nullptr,
+                                          mode == 3 ? BiasStep{dbelow.get(), lr} : BiasStep{}));
     const std::vector<float> got_g = download(dg, rows * n), got_sum = download(dsum, n),
-                             got_w = download(dwt, nw), got_b = download(db_, n);
+                             got_w = download(dwt, nw), got_b = download(db_, n),
+                             got_below = download(dbelow, n);
     for (int c = 0; c < n; ++c) {
       double s = 0;
       for (int r = 0; r < rows; ++r) {
@@ -252,10 +267,12 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
       }
       if (mode != 2) ASSERT_NEAR(got_sum[c], s, 1e-4) << "mode " << mode << " column " << c;
       // (the GPU may fuse the multiply-add: within a rounding)
-      ASSERT_NEAR(got_b[c], mode == 1 ? bias[c] : bias[c] - lr * db[c], 1e-6) << "mode " << mode;
+      const bool updated = mode == 0 || mode == 2;
+      ASSERT_NEAR(got_b[c], updated ? bias[c] - lr * db[c] : bias[c], 1e-6) << "mode " << mode;
+      ASSERT_NEAR(got_below[c], mode == 3 ? below[c] - lr * s : below[c], 1e-4) << "mode " << mode;
     }
     for (int i = 0; i < nw; ++i) {
-      ASSERT_NEAR(got_w[i], mode == 1 ? w[i] : w[i] - lr * dw[i], 1e-6)
+      ASSERT_NEAR(got_w[i], mode == 0 || mode == 2 ? w[i] - lr * dw[i] : w[i], 1e-6)
           << "mode " << mode << " w " << i;
     }
   }
@@ -308,7 +325,36 @@ TEST(LtBiasGemm, EpilogueAddsTheBiasAndAppliesReluAsTheBiasKernelDoes) {
   cublasDestroy(h);
 }
 
-// The own-GEMM path (transposes + ladder kernel) trains exactly like cuBLAS.
+// The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both
+// layouts, on a shape that is not a multiple of the 32×32 tile.
+TEST(TrainingKernels, ToBf16MatrixRoundsInBothLayouts) {
+  REQUIRE_GPU();
+  const int rows = 70, cols = 100;
+  std::vector<float> in(rows * cols);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (float& x : in) x = u(rng);
+  DeviceBuffer<float> din(in.size());
+  DeviceBuffer<uint16_t> out(in.size());
+  STALLSCOPE_CUDA(cudaMemcpy(din.get(), in.data(), in.size() * 4, cudaMemcpyHostToDevice));
+  for (const bool transpose : {false, true}) {
+    STALLSCOPE_CUDA(cudaMemset(out.get(), 0xff, in.size() * 2));
+    STALLSCOPE_CUDA(ToBf16Matrix(din.get(), rows, cols, transpose, out.get(), nullptr));
+    std::vector<uint16_t> got(in.size());
+    STALLSCOPE_CUDA(cudaMemcpy(got.data(), out.get(), got.size() * 2, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        uint32_t bits;
+        std::memcpy(&bits, &in[r * cols + c], 4);
+        const auto want = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+        ASSERT_EQ(got[transpose ? c * rows + r : r * cols + c], want)
+            << (transpose ? "transposed" : "as is") << " row " << r << " column " << c;
+      }
+    }
+  }
+}
+
+// The own-GEMM path on rung 6 (transposes + the fp32 ladder kernel) trains exactly like cuBLAS.
 TEST(MlpModel, OwnGemmMatchesCublas) {
   REQUIRE_GPU();
   cublasHandle_t h;
@@ -316,7 +362,7 @@ TEST(MlpModel, OwnGemmMatchesCublas) {
   const MlpShape shape{128, 256, 256, 3, 10};
   std::vector<float> losses[2];
   for (int own = 0; own < 2; ++own) {
-    MlpModel m(shape, own == 1, h, nullptr, 5);
+    MlpModel m(shape, own == 1, h, nullptr, 5, OwnRungs::kFp32);
     for (int i = 0; i < 5; ++i) m.EnqueueSyntheticStep(i);
     losses[own] = m.Losses(5);
   }
@@ -325,6 +371,43 @@ TEST(MlpModel, OwnGemmMatchesCublas) {
     EXPECT_NEAR(losses[0][i], losses[1][i], 1e-3 * std::abs(losses[0][i])) << "step " << i;
   }
   EXPECT_LT(losses[0][4], losses[0][0]);  // memorizing one batch: the loss falls
+}
+
+// The own path on rung 9 (bf16 operands, Hopper): every shape of a model whose dimensions fit
+// it runs there, validated against rung 6 on the model's own buffers (the error is the bf16
+// rounding: above fp32's, under the ladder's bound); the model trains as cuBLAS's does within
+// bf16's precision. Picking the fastest, each shape takes the rung that timed faster.
+TEST(MlpModel, OwnGemmOnRungNineTrainsAsCublas) {
+  REQUIRE_GPU();
+  if (!GemmKernelRunsHere(GemmKernel::kTmaWgmmaBf16)) GTEST_SKIP() << "not a Hopper GPU";
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  const MlpShape shape{256, 512, 512, 3, 256};
+  std::vector<float> losses[2];
+  for (int own = 0; own < 2; ++own) {
+    MlpModel m(shape, own == 1, h, nullptr, 5, OwnRungs::kBf16);
+    if (own) {
+      ASSERT_EQ(m.own_gemms().size(), 5u);  // 2 forward, 2 weight gradients, 1 input gradient
+      for (const OwnGemmChoice& g : m.own_gemms()) {
+        EXPECT_EQ(g.kernel, GemmKernel::kTmaWgmmaBf16) << g.m << "x" << g.n << "x" << g.k;
+        EXPECT_GT(g.bf16_error, 1e-4) << "bf16 rounding must show";
+        EXPECT_LT(g.bf16_error, 1e-2);
+      }
+    }
+    for (int i = 0; i < 5; ++i) m.EnqueueSyntheticStep(i);
+    losses[own] = m.Losses(5);
+  }
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(losses[1][i], losses[0][i], 2e-2 * std::abs(losses[0][i])) << "step " << i;
+  }
+  EXPECT_LT(losses[1][4], losses[1][0]);
+  MlpModel fastest(shape, true, h, nullptr, 5);
+  for (const OwnGemmChoice& g : fastest.own_gemms()) {
+    EXPECT_GT(g.fp32_ms, 0);
+    EXPECT_GT(g.bf16_ms, 0);
+    EXPECT_EQ(g.kernel == GemmKernel::kTmaWgmmaBf16, g.bf16_ms <= g.fp32_ms);
+  }
+  cublasDestroy(h);
 }
 
 // gpu.graph: a step replayed from its captured graph trains as one launched kernel by kernel
@@ -358,7 +441,8 @@ TEST(MlpModel, GraphStepsTrainAsLaunchedSteps) {
     std::vector<float> losses[2];
     uint64_t captured[2] = {0, 0};
     for (int graph = 0; graph < 2; ++graph) {
-      MlpModel m(shape, own == 1, h, stream, 5);
+      // (own: rung 9 wherever it fits, so its bf16 conversions are in the graph too)
+      MlpModel m(shape, own == 1, h, stream, 5, OwnRungs::kBf16);
       m.UseGraphs(graph == 1);
       for (int i = 0; i < 8; ++i) {
         m.EnqueueStep(inputs[i % 2].get(), true, 256 * 4, 128, labels[i % 2].get(), i);

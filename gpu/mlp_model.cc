@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
@@ -41,8 +43,9 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
     floats += b * x;  // activations
     widest = std::max<uint64_t>(widest, x);
   }
-  floats += 2 * b * widest + biggest_w + 2 * widest;            // gradients, dW, db ×2
-  if (own_gemm) floats += 2 * std::max(biggest_w, b * widest);  // transposed operands
+  floats += 2 * b * widest + biggest_w + 2 * widest;  // gradients, dW, db ×2
+  // Transposed (or bf16) operands, and while the rungs are picked a second output to compare.
+  if (own_gemm) floats += 3 * std::max(biggest_w, b * widest);
   const uint64_t lt = own_gemm ? 0 : LtBiasGemm::kWorkspaceBytes;
   return floats * sizeof(float) + (kLossSlots + 1) * sizeof(float) + b * sizeof(uint32_t) + lt;
 }
@@ -55,7 +58,7 @@ double MlpModel::StepFlops(const MlpShape& s) {
 }
 
 MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, cudaStream_t stream,
-                   uint64_t seed)
+                   uint64_t seed, OwnRungs rungs)
     : shape_(shape), own_(own_gemm), cublas_(cublas), stream_(stream), dims_(PaddedDims(shape)) {
   lr_ = LearningRate(dims_.size() > 2 ? dims_[1] : dims_[0]);
   const int b = Pad(shape.batch);
@@ -99,19 +102,40 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
   STALLSCOPE_CUDA(cudaMemcpy(synthetic_labels_.get(), labels.data(), b * sizeof(uint32_t),
                              cudaMemcpyHostToDevice));
   STALLSCOPE_CUDA(FillUniform(acts_[0].get(), static_cast<int64_t>(b) * dims_[0], seed, stream_));
+  if (own_) PickOwnRungs(rungs);
   STALLSCOPE_CUDA(cudaStreamSynchronize(stream_));
 }
 
 void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
-                    float* c) {
+                    float* c, float alpha, float beta) {
   // Row-major C (m×n) = op(A) · op(B); op(A) is m×k, op(B) is k×n.
   if (!own_) {
     // cuBLAS is column-major: C^T = op(B)^T · op(A)^T, with each row-major matrix read as
     // its column-major transpose.
-    const float one = 1, zero = 0;
     STALLSCOPE_CUBLAS(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b,
-                                  trans_b ? k : n, a, trans_a ? m : k, &zero, c, n));
+                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+                                  trans_b ? k : n, a, trans_a ? m : k, &beta, c, n));
+    return;
+  }
+  if (alpha != 1 || beta != 0) throw std::logic_error("own GEMMs compute C = op(A)·op(B) only");
+  GemmKernel kernel = kBestOwnFp32;
+  for (const OwnGemmChoice& g : own_gemms_) {
+    if (g.trans_a == trans_a && g.trans_b == trans_b && g.m == m && g.n == n && g.k == k) {
+      kernel = g.kernel;
+    }
+  }
+  OwnGemm(kernel, trans_a, trans_b, m, n, k, a, b, c);
+}
+
+void MlpModel::OwnGemm(GemmKernel kernel, bool trans_a, bool trans_b, int m, int n, int k,
+                       const float* a, const float* b, float* c) {
+  if (kernel == GemmKernel::kTmaWgmmaBf16) {
+    // Rung 9 reads A as m×k and B as its transpose, n×k, both bf16 (K contiguous).
+    STALLSCOPE_CUDA(
+        ToBf16Matrix(a, trans_a ? k : m, trans_a ? m : k, trans_a, scratch_a_.get(), stream_));
+    STALLSCOPE_CUDA(
+        ToBf16Matrix(b, trans_b ? n : k, trans_b ? k : n, !trans_b, scratch_b_.get(), stream_));
+    STALLSCOPE_CUDA(LaunchGemm(kernel, m, n, k, scratch_a_.get(), scratch_b_.get(), c, stream_));
     return;
   }
   if (trans_a) {  // A is stored k×m
@@ -122,7 +146,92 @@ void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float
     STALLSCOPE_CUDA(Transpose(b, n, k, scratch_b_.get(), stream_));
     b = scratch_b_.get();
   }
-  STALLSCOPE_CUDA(LaunchGemm(kBestOwnFp32, m, n, k, a, b, c, stream_));
+  STALLSCOPE_CUDA(LaunchGemm(kernel, m, n, k, a, b, c, stream_));
+}
+
+void MlpModel::PickOwnRungs(OwnRungs rungs) {
+  const int b = Pad(shape_.batch);
+  const int layers = static_cast<int>(weights_.size());
+  // Every buffer a GEMM reads holds finite values (the step overwrites them all before use).
+  for (int l = 1; l <= layers; ++l) {
+    STALLSCOPE_CUDA(
+        FillUniform(acts_[l].get(), static_cast<int64_t>(b) * dims_[l], 11 + l, stream_));
+  }
+  for (int i = 0; i < 2; ++i) {
+    STALLSCOPE_CUDA(
+        FillUniform(grad_[i].get(), static_cast<int64_t>(grad_[i].size()), 7 + i, stream_));
+  }
+  struct Call {
+    OwnGemmChoice shape;
+    const float *a, *b;
+    float* c;
+  };
+  std::vector<Call> calls;
+  auto add = [&](bool ta, bool tb, int m, int n, int k, const float* a, const float* bb, float* c) {
+    for (const Call& x : calls) {
+      const OwnGemmChoice& g = x.shape;
+      if (g.trans_a == ta && g.trans_b == tb && g.m == m && g.n == n && g.k == k) return;
+    }
+    calls.push_back({OwnGemmChoice{ta, tb, m, n, k}, a, bb, c});
+  };
+  for (int l = 0; l < layers; ++l) {  // the step's GEMMs, as Train calls them
+    add(false, false, b, dims_[l + 1], dims_[l], acts_[l].get(), weights_[l].get(),
+        acts_[l + 1].get());
+    add(true, false, dims_[l], dims_[l + 1], b, acts_[l].get(), grad_[0].get(), dweight_.get());
+    if (l > 0)
+      add(false, true, b, dims_[l], dims_[l + 1], grad_[0].get(), weights_[l].get(),
+          grad_[1].get());
+  }
+  const GemmKernel bf16 = GemmKernel::kTmaWgmmaBf16;
+  uint64_t biggest = 0;
+  for (const Call& x : calls)
+    biggest = std::max<uint64_t>(biggest, uint64_t(x.shape.m) * x.shape.n);
+  DeviceBuffer<float> reference(biggest);
+  DeviceBuffer<double> sums(3);
+  cudaEvent_t t0, t1;
+  STALLSCOPE_CUDA(cudaEventCreate(&t0));
+  STALLSCOPE_CUDA(cudaEventCreate(&t1));
+  auto time_ms = [&](GemmKernel kernel, const Call& x, float* c) {
+    const OwnGemmChoice& g = x.shape;
+    STALLSCOPE_CUDA(cudaEventRecord(t0, stream_));
+    OwnGemm(kernel, g.trans_a, g.trans_b, g.m, g.n, g.k, x.a, x.b, c);
+    STALLSCOPE_CUDA(cudaEventRecord(t1, stream_));
+    STALLSCOPE_CUDA(cudaEventSynchronize(t1));
+    float ms = 0;
+    STALLSCOPE_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+    return static_cast<double>(ms);
+  };
+  for (Call& x : calls) {
+    OwnGemmChoice& g = x.shape;
+    const bool fits = GemmKernelRunsHere(bf16) && GemmShapeError(bf16, g.m, g.n, g.k).empty();
+    if (!fits || rungs == OwnRungs::kFp32) {
+      own_gemms_.push_back(g);
+      continue;
+    }
+    // Rung 9 against rung 6 on the same operands: validated on this shape, then timed (the
+    // best of 5 alternated runs each, after one untimed run of each).
+    const int64_t count = static_cast<int64_t>(g.m) * g.n;
+    STALLSCOPE_CUDA(FillNaN(reference.get(), count, stream_));
+    STALLSCOPE_CUDA(FillNaN(x.c, count, stream_));
+    time_ms(kBestOwnFp32, x, reference.get());
+    time_ms(bf16, x, x.c);
+    STALLSCOPE_CUDA(cudaMemsetAsync(sums.get(), 0, 3 * sizeof(double), stream_));
+    STALLSCOPE_CUDA(ErrorSums(x.c, reference.get(), count, sums.get(), stream_));
+    double host[3];
+    STALLSCOPE_CUDA(cudaMemcpy(host, sums.get(), sizeof(host), cudaMemcpyDeviceToHost));
+    g.bf16_error = host[2] > 0 ? 1.0 : std::sqrt(host[0] / std::max(host[1], 1e-300));
+    g.fp32_ms = g.bf16_ms = 1e300;
+    for (int rep = 0; rep < 5 && rungs == OwnRungs::kFastest; ++rep) {
+      g.fp32_ms = std::min(g.fp32_ms, time_ms(kBestOwnFp32, x, reference.get()));
+      g.bf16_ms = std::min(g.bf16_ms, time_ms(bf16, x, x.c));
+    }
+    if (rungs == OwnRungs::kBf16) g.fp32_ms = g.bf16_ms = 0;
+    // The ladder's bound for the bf16 rungs (their error is the inputs' rounding, ~2e-3).
+    if (g.bf16_error < 1e-2 && g.bf16_ms <= g.fp32_ms) g.kernel = bf16;
+    own_gemms_.push_back(g);
+  }
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
 }
 
 MlpModel::~MlpModel() { DropGraphs(); }
@@ -240,15 +349,26 @@ void MlpModel::Train(int samples, const uint32_t* labels, float* loss) {
   }
   float* dz = grad_[0].get();
   float* da = grad_[1].get();
+  // cuBLAS with one replica: each weight-gradient GEMM applies the SGD step into W (alpha
+  // -lr, beta 1) after the GEMM that reads the old W, and each bias steps in the kernel that
+  // sums its gradient: no update pass over the weights, and no launch for the first layer.
+  const bool fused = !own_ && !reduce_;
+  auto bias_step = [&](int l) { return fused ? BiasStep{biases_[l].get(), lr_} : BiasStep{}; };
   STALLSCOPE_CUDA(SoftmaxCrossEntropy(acts_[layers].get(), labels, b, dims_[layers], samples,
-                                      shape_.classes, dz, db[layers - 1], loss, stream_));
+                                      shape_.classes, dz, db[layers - 1], loss, stream_,
+                                      bias_step(layers - 1)));
   for (int l = layers - 1; l >= 0; --l) {
     const int n_in = dims_[l], n_out = dims_[l + 1];
-    Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);             // dW = Aᵀ·dZ
     if (l > 0) Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
-    const SgdTarget sgd = reduce_ ? SgdTarget{} : UpdateOf(l, dw[l], db[l], lr_);
+    if (fused) {
+      Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, weights_[l].get(), -lr_, 1);
+    } else {
+      Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);  // dW = Aᵀ·dZ
+    }
+    const SgdTarget sgd = reduce_ || fused ? SgdTarget{} : UpdateOf(l, dw[l], db[l], lr_);
     STALLSCOPE_CUDA(ReluBackwardAndUpdate(l > 0 ? da : nullptr, acts_[l].get(), b, n_in,
-                                          l > 0 ? db[l - 1] : nullptr, sgd, stream_));
+                                          l > 0 ? db[l - 1] : nullptr, sgd, stream_,
+                                          l > 0 ? bias_step(l - 1) : BiasStep{}));
     std::swap(dz, da);
   }
   if (!reduce_) return;

@@ -3,9 +3,12 @@
 // An MLP of `layers` linear layers (input → hidden → … → hidden → classes) with ReLU between
 // them: forward (GEMM + bias + ReLU), softmax cross-entropy against the samples' labels,
 // backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS SGEMM (the
-// forward ones through cuBLASLt, bias and ReLU in their epilogue: gpu/lt_gemm.h) or the
-// kernel ladder's best own fp32 kernel (gpu.gemm: own). Every dimension is padded up to
-// a multiple of 128 (the own kernels' tile); padded rows and classes carry no gradient.
+// forward ones through cuBLASLt, bias and ReLU in their epilogue: gpu/lt_gemm.h; the weight
+// gradient's GEMM applies the SGD step itself, W -= lr·Aᵀ·dZ) or the kernel ladder's own
+// kernels (gpu.gemm: own): for each of the step's GEMM shapes, whichever of rung 6 (fp32) and
+// rung 9 (bf16 operands rounded from the fp32 ones, fp32 accumulate; Hopper only) validated
+// and ran faster when the model was built. Every dimension is padded up to a multiple of 128
+// (the own kernels' tile); padded rows and classes carry no gradient.
 //
 // Thread-safety: one thread enqueues steps; the stream orders them.
 #ifndef STALLSCOPE_GPU_MLP_MODEL_H_
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "gpu/cuda_util.h"
+#include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
 #include "gpu/lt_gemm.h"
 
@@ -31,11 +35,28 @@ struct MlpShape {
   int batch = 0, input = 0, hidden = 0, layers = 0, classes = 0;
 };
 
+// gpu.gemm: own — which rungs the step's GEMMs may run on.
+enum class OwnRungs {
+  kFastest,  // per shape, the faster of rung 6 and rung 9 where rung 9 runs and validates
+  kFp32,     // rung 6 only (exact fp32, as cuBLAS SGEMM)
+  kBf16,     // rung 9 wherever it runs, fits the shape and validates
+};
+
+// What the own path chose for one GEMM shape of the step (row-major C = op(A)·op(B)).
+struct OwnGemmChoice {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;
+  GemmKernel kernel = kBestOwnFp32;
+  double fp32_ms = 0, bf16_ms = 0;  // best of the timed runs (0: not timed)
+  double bf16_error = -1;           // rung 9 vs rung 6, relative Frobenius (-1: not run)
+};
+
 class MlpModel {
  public:
-  // Allocates parameters (He-initialized from `seed`), activations and gradients.
+  // Allocates parameters (He-initialized from `seed`), activations and gradients; with the
+  // own GEMMs, times and validates each GEMM shape's candidate rungs (OwnRungs).
   MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, cudaStream_t stream,
-           uint64_t seed);
+           uint64_t seed, OwnRungs rungs = OwnRungs::kFastest);
   ~MlpModel();
   MlpModel(const MlpModel&) = delete;
   MlpModel& operator=(const MlpModel&) = delete;
@@ -54,6 +75,8 @@ class MlpModel {
     step_end_ = end;
   }
   uint64_t graphs_captured() const { return graphs_captured_; }
+  // The own path's choice for each distinct GEMM shape of the step (empty with cuBLAS).
+  const std::vector<OwnGemmChoice>& own_gemms() const { return own_gemms_; }
 
   // Device bytes a model of this shape allocates.
   static uint64_t DeviceBytes(const MlpShape& shape, bool own_gemm);
@@ -84,8 +107,14 @@ class MlpModel {
   static constexpr uint64_t kLossSlots = 1 << 20;
 
  private:
+  // C = alpha · op(A)·op(B) + beta · C; alpha 1 and beta 0 only on the own path.
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
-            float* c);
+            float* c, float alpha = 1, float beta = 0);
+  // The own path's GEMM with `kernel`: rung 6 on transposed copies, or rung 9 on bf16 ones.
+  void OwnGemm(GemmKernel kernel, bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+               const float* b, float* c);
+  // Fills own_gemms_: every distinct GEMM of a step, on the model's own buffers.
+  void PickOwnRungs(OwnRungs rungs);
   // The step's kernels; its mean loss lands in `loss`.
   void Train(int samples, const uint32_t* labels, float* loss);
   // What makes a captured step's graph replayable: its operands' addresses and shape.
@@ -117,6 +146,7 @@ class MlpModel {
   std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
   DeviceBuffer<float> grad_[2], dweight_, dbias_[2], scratch_a_, scratch_b_;
   std::unique_ptr<LtBiasGemm> lt_;  // cuBLAS: the forward GEMMs with their bias and ReLU
+  std::vector<OwnGemmChoice> own_gemms_;
   DeviceBuffer<float> losses_;
   DeviceBuffer<float> loss_now_;  // a graph's step writes its loss here
   bool use_graphs_ = false;

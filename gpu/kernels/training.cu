@@ -6,12 +6,14 @@
 //                        pass, then the loss and the gradient's column sums (bias gradient)
 //   ReluBackwardAndUpdate  ReLU's backward with the column sums of its result, and a layer's
 //                        SGD update, in one launch (fewer kernels: fewer gaps between them)
-//   SgdUpdate, Transpose (32×33 shared tile)
+//   SgdUpdate, Transpose (32×33 shared tile), ToBf16Matrix (the same tile, rounding to bf16)
 //   FillUniform, FillNaN, ToBf16, ToDouble, ErrorSums (validation helpers)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "gpu/kernels/training.h"
 
@@ -24,8 +26,35 @@ int Blocks(int64_t n) {
   return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535 * 16));
 }
 
+// A kernel launched after another with programmatic serialization may start before that one
+// has finished: it waits here, before touching memory, until the previous grid has completed
+// and its writes are visible. Without such a launch (or before Hopper) it returns at once.
+__device__ __forceinline__ void WaitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Launches `kernel` so that it may start while the stream's previous kernel drains (it calls
+// WaitForPrevious first); captured into a graph, the edge becomes a programmatic one.
+template <typename... Params, typename... Args>
+cudaError_t LaunchAfterPrevious(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = ProgrammaticLaunchOn() ? 1 : 0;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
 __global__ void GatherInputKernel(const unsigned char* staged, bool floats, uint64_t row_bytes,
                                   int samples, int features, int rows_out, int cols_out, float* x) {
+  WaitForPrevious();
   const int64_t total = static_cast<int64_t>(rows_out) * cols_out;
   const int64_t per_row =
       floats ? static_cast<int64_t>(row_bytes / 4) : static_cast<int64_t>(row_bytes);
@@ -42,6 +71,7 @@ __global__ void GatherInputKernel(const unsigned char* staged, bool floats, uint
 }
 
 __global__ void BiasActivationKernel(float* z, const float* bias, int rows, int cols, bool relu) {
+  WaitForPrevious();
   const int64_t total = static_cast<int64_t>(rows) * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -56,7 +86,9 @@ constexpr int kSoftmaxThreads = 1024;
 
 __global__ void __launch_bounds__(kSoftmaxThreads)
     SoftmaxCrossEntropyKernel(const float* logits, const uint32_t* labels, int rows, int ld,
-                              int samples, int classes, float* dlogits, float* dbias, float* loss) {
+                              int samples, int classes, float* dlogits, float* dbias, float* loss,
+                              BiasStep step) {
+  WaitForPrevious();
   __shared__ float warp_loss[kSoftmaxThreads / 32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float scale = 1.0f / static_cast<float>(max(samples, 1));
@@ -95,13 +127,17 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     float col = 0;
     for (int r = 0; r < rows; ++r) col += dlogits[static_cast<int64_t>(r) * ld + c];
     dbias[c] = col;
+    if (step.bias) step.bias[c] -= step.lr * col;
   }
 }
 
 // Blocks [0, column_blocks): one thread per column c of d (rows × cols): d *= (a > 0), then
-// d_sums[c] = the column's sum. The blocks after: SGD on w (nw values) and b (nb values).
+// d_sums[c] = the column's sum, `step` applied with it. The blocks after: SGD on w (nw values)
+// and b (nb values).
 __global__ void ReluBackwardAndUpdateKernel(float* d, const float* a, int rows, int cols,
-                                            float* d_sums, int column_blocks, SgdTarget sgd) {
+                                            float* d_sums, int column_blocks, SgdTarget sgd,
+                                            BiasStep step) {
+  WaitForPrevious();
   if (static_cast<int>(blockIdx.x) < column_blocks) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
@@ -113,6 +149,7 @@ __global__ void ReluBackwardAndUpdateKernel(float* d, const float* a, int rows, 
       s += v;
     }
     d_sums[c] = s;
+    if (step.bias) step.bias[c] -= step.lr * s;
     return;
   }
   const int64_t total = sgd.nw + sgd.nb;
@@ -135,6 +172,7 @@ __global__ void SgdUpdateKernel(float* w, const float* g, int64_t n, float lr) {
 }
 
 __global__ void TransposeKernel(const float* in, int rows, int cols, float* out) {
+  WaitForPrevious();
   __shared__ float tile[32][33];
   const int bx = blockIdx.x * 32, by = blockIdx.y * 32;
   for (int j = threadIdx.y; j < 32; j += blockDim.y) {
@@ -145,6 +183,31 @@ __global__ void TransposeKernel(const float* in, int rows, int cols, float* out)
   for (int j = threadIdx.y; j < 32; j += blockDim.y) {
     const int r = bx + j, c = by + threadIdx.x;  // out is cols × rows
     if (r < cols && c < rows) out[static_cast<int64_t>(r) * rows + c] = tile[threadIdx.x][j];
+  }
+}
+
+// The transpose's tile, rounding to bf16 on the way; without `transpose` a plain conversion
+// through the same tile (one kernel for both layouts).
+__global__ void ToBf16MatrixKernel(const float* in, int rows, int cols, bool transpose,
+                                   __nv_bfloat16* out) {
+  WaitForPrevious();
+  __shared__ float tile[32][33];
+  const int bx = blockIdx.x * 32, by = blockIdx.y * 32;
+  for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+    const int r = by + j, c = bx + threadIdx.x;
+    if (r < rows && c < cols) {
+      const float v = in[static_cast<int64_t>(r) * cols + c];
+      if (!transpose) out[static_cast<int64_t>(r) * cols + c] = __float2bfloat16_rn(v);
+      tile[j][threadIdx.x] = v;
+    }
+  }
+  if (!transpose) return;
+  __syncthreads();
+  for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+    const int r = bx + j, c = by + threadIdx.x;
+    if (r < cols && c < rows) {
+      out[static_cast<int64_t>(r) * rows + c] = __float2bfloat16_rn(tile[threadIdx.x][j]);
+    }
   }
 }
 
@@ -183,7 +246,8 @@ __global__ void ToDoubleKernel(const float* in, int64_t n, double* out) {
   }
 }
 
-__global__ void ErrorSumsKernel(const float* x, const double* ref, int64_t n, double* sums) {
+template <typename Ref>
+__global__ void ErrorSumsKernel(const float* x, const Ref* ref, int64_t n, double* sums) {
   double diff = 0, norm = 0, bad = 0;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -192,8 +256,9 @@ __global__ void ErrorSumsKernel(const float* x, const double* ref, int64_t n, do
       bad += 1;
       continue;
     }
-    diff += (v - ref[i]) * (v - ref[i]);
-    norm += ref[i] * ref[i];
+    const double want = ref[i];
+    diff += (v - want) * (v - want);
+    norm += want * want;
   }
   for (int o = 16; o > 0; o /= 2) {
     diff += __shfl_xor_sync(0xffffffff, diff, o);
@@ -211,35 +276,32 @@ __global__ void ErrorSumsKernel(const float* x, const double* ref, int64_t n, do
 
 cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int samples,
                         int features, int rows_out, int cols_out, float* x, cudaStream_t stream) {
-  GatherInputKernel<<<Blocks(static_cast<int64_t>(rows_out) * cols_out), kBlock, 0, stream>>>(
-      static_cast<const unsigned char*>(staged), floats, row_bytes, samples, features, rows_out,
-      cols_out, x);
-  return cudaGetLastError();
+  return LaunchAfterPrevious(GatherInputKernel, Blocks(static_cast<int64_t>(rows_out) * cols_out),
+                             kBlock, stream, static_cast<const unsigned char*>(staged), floats,
+                             row_bytes, samples, features, rows_out, cols_out, x);
 }
 
 cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,
                            cudaStream_t stream) {
-  BiasActivationKernel<<<Blocks(static_cast<int64_t>(rows) * cols), kBlock, 0, stream>>>(
-      z, bias, rows, cols, relu);
-  return cudaGetLastError();
+  return LaunchAfterPrevious(BiasActivationKernel, Blocks(static_cast<int64_t>(rows) * cols),
+                             kBlock, stream, z, bias, rows, cols, relu);
 }
 
 cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
                                 int samples, int classes, float* dlogits, float* dbias, float* loss,
-                                cudaStream_t stream) {
-  SoftmaxCrossEntropyKernel<<<1, kSoftmaxThreads, 0, stream>>>(logits, labels, rows, ld, samples,
-                                                               classes, dlogits, dbias, loss);
-  return cudaGetLastError();
+                                cudaStream_t stream, BiasStep step) {
+  return LaunchAfterPrevious(SoftmaxCrossEntropyKernel, 1, kSoftmaxThreads, stream, logits, labels,
+                             rows, ld, samples, classes, dlogits, dbias, loss, step);
 }
 
 cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, int cols,
-                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream) {
+                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream,
+                                  BiasStep step) {
   const int column_blocks = d ? (cols + kBlock - 1) / kBlock : 0;
   const int update_blocks = sgd.nw + sgd.nb > 0 ? Blocks(sgd.nw + sgd.nb) : 0;
   if (column_blocks + update_blocks == 0) return cudaSuccess;
-  ReluBackwardAndUpdateKernel<<<column_blocks + update_blocks, kBlock, 0, stream>>>(
-      d, activation, rows, cols, d_sums, column_blocks, sgd);
-  return cudaGetLastError();
+  return LaunchAfterPrevious(ReluBackwardAndUpdateKernel, column_blocks + update_blocks, kBlock,
+                             stream, d, activation, rows, cols, d_sums, column_blocks, sgd, step);
 }
 
 cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream) {
@@ -248,9 +310,15 @@ cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_
 }
 
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream) {
-  TransposeKernel<<<dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8), 0, stream>>>(in, rows,
-                                                                                        cols, out);
-  return cudaGetLastError();
+  return LaunchAfterPrevious(TransposeKernel, dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8),
+                             stream, in, rows, cols, out);
+}
+
+cudaError_t ToBf16Matrix(const float* in, int rows, int cols, bool transpose, void* out,
+                         cudaStream_t stream) {
+  return LaunchAfterPrevious(ToBf16MatrixKernel, dim3((cols + 31) / 32, (rows + 31) / 32),
+                             dim3(32, 8), stream, in, rows, cols, transpose,
+                             static_cast<__nv_bfloat16*>(out));
 }
 
 cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream, float scale) {
@@ -277,6 +345,20 @@ cudaError_t ErrorSums(const float* x, const double* ref, int64_t n, double* sums
                       cudaStream_t stream) {
   ErrorSumsKernel<<<std::min(Blocks(n), 1024), kBlock, 0, stream>>>(x, ref, n, sums);
   return cudaGetLastError();
+}
+
+cudaError_t ErrorSums(const float* x, const float* ref, int64_t n, double* sums,
+                      cudaStream_t stream) {
+  ErrorSumsKernel<<<std::min(Blocks(n), 1024), kBlock, 0, stream>>>(x, ref, n, sums);
+  return cudaGetLastError();
+}
+
+bool ProgrammaticLaunchOn() {
+  static const bool on = [] {
+    const char* v = std::getenv("STALLSCOPE_PDL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 }  // namespace stallscope::gpu

@@ -22,13 +22,21 @@ cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int
 cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,
                            cudaStream_t stream);
 
+// A bias that a kernel computing its gradient also steps: bias[c] -= lr * gradient[c].
+// Null bias: the gradient is only written.
+struct BiasStep {
+  float* bias = nullptr;
+  float lr = 0;
+};
+
 // Softmax cross-entropy over the first `classes` columns of `logits` (rows × ld) for the
 // first `samples` rows: writes the mean loss to *loss, the gradient of the mean loss into
 // dlogits (zero in padded rows and columns) and that gradient's column sums (the last
-// layer's bias gradient, ld values) into dbias. One block: for the classifier's few columns.
+// layer's bias gradient, ld values) into dbias, and applies `step` with them. One block: for
+// the classifier's few columns.
 cudaError_t SoftmaxCrossEntropy(const float* logits, const uint32_t* labels, int rows, int ld,
                                 int samples, int classes, float* dlogits, float* dbias, float* loss,
-                                cudaStream_t stream);
+                                cudaStream_t stream, BiasStep step = {});
 
 // An SGD step on one layer: w -= lr * dw (nw values), b -= lr * db (nb values).
 struct SgdTarget {
@@ -42,16 +50,21 @@ struct SgdTarget {
 };
 
 // The end of a layer's backward pass in one launch. With `d` (rows × cols): d *= (activation
-// > 0) and d_sums[c] = Σ_r d[r][c] (the bias gradient of the layer below). Then, beside it,
-// the SGD step `sgd` (none when nw + nb = 0). Nothing to do: no launch.
+// > 0) and d_sums[c] = Σ_r d[r][c] (the bias gradient of the layer below), `step` applied with
+// them. Then, beside it, the SGD step `sgd` (none when nw + nb = 0). Nothing to do: no launch.
 cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, int cols,
-                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream);
+                                  float* d_sums, const SgdTarget& sgd, cudaStream_t stream,
+                                  BiasStep step = {});
 
 // w -= lr * g.
 cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream);
 
 // out (cols × rows) = in (rows × cols) transposed.
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream);
+// out (__nv_bfloat16*) = in (rows × cols) rounded to bf16, as it is (rows × cols) or
+// transposed (cols × rows): the operands of the bf16 GEMM rungs.
+cudaError_t ToBf16Matrix(const float* in, int rows, int cols, bool transpose, void* out,
+                         cudaStream_t stream);
 
 // Uniform values in [-scale, scale) from a counter hash of (seed, index).
 cudaError_t FillUniform(float* x, int64_t n, uint64_t seed, cudaStream_t stream,
@@ -64,6 +77,14 @@ cudaError_t ToDouble(const float* in, int64_t n, double* out, cudaStream_t strea
 // sums[0] += Σ (x - ref)², sums[1] += Σ ref², sums[2] += count of non-finite x.
 cudaError_t ErrorSums(const float* x, const double* ref, int64_t n, double* sums,
                       cudaStream_t stream);
+cudaError_t ErrorSums(const float* x, const float* ref, int64_t n, double* sums,
+                      cudaStream_t stream);
+
+// Programmatic dependent launch (Hopper on): the step's element-wise kernels above (gather,
+// bias, softmax, ReLU backward, bf16 conversion) are launched so the GPU may start them while
+// the kernel before them drains; each waits (griddepcontrol.wait) for that kernel's results
+// before it reads or writes anything. STALLSCOPE_PDL=0 in the environment turns it off.
+bool ProgrammaticLaunchOn();
 
 }  // namespace stallscope::gpu
 
