@@ -325,6 +325,58 @@ TEST(LtBiasGemm, EpilogueAddsTheBiasAndAppliesReluAsTheBiasKernelDoes) {
   cublasDestroy(h);
 }
 
+// A hidden layer's input gradient through cuBLASLt (DRELU_BGRAD, with the mask the forward
+// GEMM below kept) computes what SGEMM and the ReLU-backward kernel compute: the gradient
+// masked where the forward output was clipped, and its column sums.
+TEST(LtBiasGemm, BackwardAppliesReluMaskAndSumsTheBiasGradient) {
+  REQUIRE_GPU();
+  const int rows = 256, in = 384, hidden = 256,
+            out = 128;  // forward in → hidden, then hidden → out
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto upload = [&](int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    DeviceBuffer<float> d(n);
+    STALLSCOPE_CUDA(cudaMemcpy(d.get(), v.data(), n * 4, cudaMemcpyHostToDevice));
+    return d;
+  };
+  DeviceBuffer<float> a = upload(rows * in), w0 = upload(in * hidden), b0 = upload(hidden),
+                      w1 = upload(hidden * out), dz = upload(rows * out), z(rows * hidden),
+                      got(rows * hidden), want(rows * hidden), got_sum(hidden), want_sum(hidden);
+  DeviceBuffer<uint8_t> mask(static_cast<uint64_t>(hidden) * rows / 8);
+  LtBiasGemm lt;
+  ASSERT_TRUE(lt.Plan(0, rows, in, hidden, b0.get(), true, mask.get()));
+  if (!lt.PlanBackward(1, rows, hidden, out, mask.get(), got_sum.get())) {
+    GTEST_SKIP() << "cuBLASLt has no DRELU_BGRAD algorithm for fp32 here";
+  }
+  ASSERT_TRUE(lt.Run(0, a.get(), w0.get(), z.get(), nullptr));
+  ASSERT_TRUE(lt.RunBackward(1, dz.get(), w1.get(), got.get(), nullptr));
+  cublasHandle_t h;
+  STALLSCOPE_CUBLAS(cublasCreate(&h));
+  const float one = 1, zero = 0;  // row-major want = dz · w1ᵀ
+  STALLSCOPE_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, hidden, rows, out, &one, w1.get(), out,
+                                dz.get(), out, &zero, want.get(), hidden));
+  STALLSCOPE_CUDA(ReluBackwardAndUpdate(want.get(), z.get(), rows, hidden, want_sum.get(),
+                                        SgdTarget{}, nullptr));
+  STALLSCOPE_CUDA(cudaDeviceSynchronize());
+  cublasDestroy(h);
+  auto host = [](const DeviceBuffer<float>& d, int n) {
+    std::vector<float> v(n);
+    STALLSCOPE_CUDA(cudaMemcpy(v.data(), d.get(), n * 4, cudaMemcpyDeviceToHost));
+    return v;
+  };
+  const std::vector<float> g = host(got, rows * hidden), e = host(want, rows * hidden),
+                           gs = host(got_sum, hidden), es = host(want_sum, hidden);
+  int zeros = 0;
+  for (int i = 0; i < rows * hidden; ++i) {
+    zeros += e[i] == 0;
+    ASSERT_NEAR(g[i], e[i], 1e-4 * (1 + std::abs(e[i]))) << "element " << i;
+  }
+  EXPECT_GT(zeros, rows * hidden / 4) << "the mask clipped too few values to be tested";
+  for (int c = 0; c < hidden; ++c) ASSERT_NEAR(gs[c], es[c], 1e-3 * (1 + std::abs(es[c]))) << c;
+}
+
 // The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both
 // layouts, on a shape that is not a multiple of the 32×32 tile.
 TEST(TrainingKernels, ToBf16MatrixRoundsInBothLayouts) {
@@ -387,7 +439,7 @@ TEST(MlpModel, OwnGemmOnRungNineTrainsAsCublas) {
   for (int own = 0; own < 2; ++own) {
     MlpModel m(shape, own == 1, h, nullptr, 5, OwnRungs::kBf16);
     if (own) {
-      ASSERT_EQ(m.own_gemms().size(), 5u);  // 2 forward, 2 weight gradients, 1 input gradient
+      ASSERT_EQ(m.own_gemms().size(), 6u);  // 512→512→512→256: 2 forward, 2 dW, 2 dA shapes
       for (const OwnGemmChoice& g : m.own_gemms()) {
         EXPECT_EQ(g.kernel, GemmKernel::kTmaWgmmaBf16) << g.m << "x" << g.n << "x" << g.k;
         EXPECT_GT(g.bf16_error, 1e-4) << "bf16 rounding must show";

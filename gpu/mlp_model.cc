@@ -43,7 +43,8 @@ uint64_t MlpModel::DeviceBytes(const MlpShape& s, bool own_gemm) {
     floats += b * x;  // activations
     widest = std::max<uint64_t>(widest, x);
   }
-  floats += 2 * b * widest + biggest_w + 2 * widest;  // gradients, dW, db ×2
+  floats += 2 * b * widest + biggest_w + d.size() * widest;  // gradients, dW, db per layer
+  floats += b * widest * d.size() / 32;                      // ReLU masks (bits), at most
   // Transposed (or bf16) operands, and while the rungs are picked a second output to compare.
   if (own_gemm) floats += 3 * std::max(biggest_w, b * widest);
   const uint64_t lt = own_gemm ? 0 : LtBiasGemm::kWorkspaceBytes;
@@ -82,15 +83,25 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
   }
   for (auto& g : grad_) g = DeviceBuffer<float>(static_cast<uint64_t>(b) * widest);
   dweight_ = DeviceBuffer<float>(biggest_w);
-  for (auto& d : dbias_) d = DeviceBuffer<float>(widest);
+  for (size_t l = 0; l + 1 < dims_.size(); ++l) dbias_.emplace_back(widest);
   if (own_) {
     scratch_a_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
     scratch_b_ = DeviceBuffer<float>(std::max(biggest_w, b * widest));
   } else {
     lt_ = std::make_unique<LtBiasGemm>();
     const int layers = static_cast<int>(weights_.size());
+    std::vector<bool> masked(layers, false);
+    lt_backward_.assign(layers, false);
     for (int l = 0; l < layers; ++l) {
-      lt_->Plan(l, b, dims_[l], dims_[l + 1], biases_[l].get(), /*relu=*/l + 1 < layers);
+      const bool hidden = l + 1 < layers;
+      relu_masks_.emplace_back(hidden ? static_cast<uint64_t>(dims_[l + 1]) * b / 8 : 0);
+      masked[l] = lt_->Plan(l, b, dims_[l], dims_[l + 1], biases_[l].get(), hidden,
+                            hidden ? relu_masks_[l].get() : nullptr) &&
+                  hidden;
+      // Layer l's input gradient needs the mask the layer below's forward GEMM wrote.
+      lt_backward_[l] = l > 0 && masked[l - 1] &&
+                        lt_->PlanBackward(l, b, dims_[l], dims_[l + 1], relu_masks_[l - 1].get(),
+                                          dbias_[l - 1].get());
     }
   }
   losses_ = DeviceBuffer<float>(kLossSlots);
@@ -344,33 +355,46 @@ void MlpModel::Train(int samples, const uint32_t* labels, float* loss) {
       next = db[l] + dims_[l + 1];
     } else {
       dw[l] = dweight_.get();
-      db[l] = dbias_[l % 2].get();
+      db[l] = dbias_[l].get();
     }
   }
   float* dz = grad_[0].get();
   float* da = grad_[1].get();
   // cuBLAS with one replica: each weight-gradient GEMM applies the SGD step into W (alpha
-  // -lr, beta 1) after the GEMM that reads the old W, and each bias steps in the kernel that
-  // sums its gradient: no update pass over the weights, and no launch for the first layer.
+  // -lr, beta 1) after the GEMM that reads the old W; each hidden layer's input gradient comes
+  // with ReLU's backward and the bias gradient from cuBLASLt (else the ReLU-backward kernel
+  // sums it and steps the bias), and those biases step together in one launch at the end.
   const bool fused = !own_ && !reduce_;
   auto bias_step = [&](int l) { return fused ? BiasStep{biases_[l].get(), lr_} : BiasStep{}; };
+  SgdBatch hidden_biases;
+  hidden_biases.lr = lr_;
   STALLSCOPE_CUDA(SoftmaxCrossEntropy(acts_[layers].get(), labels, b, dims_[layers], samples,
                                       shape_.classes, dz, db[layers - 1], loss, stream_,
                                       bias_step(layers - 1)));
   for (int l = layers - 1; l >= 0; --l) {
     const int n_in = dims_[l], n_out = dims_[l + 1];
-    if (l > 0) Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dA = dZ·Wᵀ
+    const bool lt_back = fused && lt_ && lt_backward_[l] && hidden_biases.count < SgdBatch::kMax &&
+                         lt_->RunBackward(l, dz, weights_[l].get(), da, stream_);
+    if (l > 0 && !lt_back) Gemm(false, true, b, n_in, n_out, dz, weights_[l].get(), da);  // dZ·Wᵀ
     if (fused) {
       Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, weights_[l].get(), -lr_, 1);
     } else {
       Gemm(true, false, n_in, n_out, b, acts_[l].get(), dz, dw[l]);  // dW = Aᵀ·dZ
     }
-    const SgdTarget sgd = reduce_ || fused ? SgdTarget{} : UpdateOf(l, dw[l], db[l], lr_);
-    STALLSCOPE_CUDA(ReluBackwardAndUpdate(l > 0 ? da : nullptr, acts_[l].get(), b, n_in,
-                                          l > 0 ? db[l - 1] : nullptr, sgd, stream_,
-                                          l > 0 ? bias_step(l - 1) : BiasStep{}));
+    if (lt_back) {
+      const int j = hidden_biases.count++;
+      hidden_biases.w[j] = biases_[l - 1].get();
+      hidden_biases.g[j] = db[l - 1];
+      hidden_biases.n[j] = n_in;
+    } else {
+      const SgdTarget sgd = reduce_ || fused ? SgdTarget{} : UpdateOf(l, dw[l], db[l], lr_);
+      STALLSCOPE_CUDA(ReluBackwardAndUpdate(l > 0 ? da : nullptr, acts_[l].get(), b, n_in,
+                                            l > 0 ? db[l - 1] : nullptr, sgd, stream_,
+                                            l > 0 ? bias_step(l - 1) : BiasStep{}));
+    }
     std::swap(dz, da);
   }
+  STALLSCOPE_CUDA(SgdUpdateMany(hidden_biases, stream_));
   if (!reduce_) return;
   reduce_(all_grads_.get(), parameter_count(), stream_);
   for (int l = 0; l < layers; ++l) {

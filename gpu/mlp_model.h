@@ -144,8 +144,13 @@ class MlpModel {
   std::vector<DeviceBuffer<float>> weights_;  // layer l: dims_[l] × dims_[l+1]
   std::vector<DeviceBuffer<float>> biases_;
   std::vector<DeviceBuffer<float>> acts_;  // acts_[0] = input, acts_[L] = logits
-  DeviceBuffer<float> grad_[2], dweight_, dbias_[2], scratch_a_, scratch_b_;
-  std::unique_ptr<LtBiasGemm> lt_;  // cuBLAS: the forward GEMMs with their bias and ReLU
+  DeviceBuffer<float> grad_[2], dweight_, scratch_a_, scratch_b_;
+  std::vector<DeviceBuffer<float>> dbias_;  // layer l's bias gradient
+  // cuBLAS: the forward GEMMs with their bias and ReLU (hidden layers keep ReLU's mask), and
+  // the hidden layers' input gradients with ReLU's backward and the bias gradient.
+  std::unique_ptr<LtBiasGemm> lt_;
+  std::vector<DeviceBuffer<uint8_t>> relu_masks_;
+  std::vector<bool> lt_backward_;  // layer l's input gradient through lt_
   std::vector<OwnGemmChoice> own_gemms_;
   DeviceBuffer<float> losses_;
   DeviceBuffer<float> loss_now_;  // a graph's step writes its loss here

@@ -171,6 +171,16 @@ __global__ void SgdUpdateKernel(float* w, const float* g, int64_t n, float lr) {
   }
 }
 
+// Block row y updates array y of the batch.
+__global__ void SgdUpdateManyKernel(SgdBatch batch) {
+  WaitForPrevious();
+  const int j = blockIdx.y;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < batch.n[j];
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    batch.w[j][i] -= batch.lr * batch.g[j][i];
+  }
+}
+
 __global__ void TransposeKernel(const float* in, int rows, int cols, float* out) {
   WaitForPrevious();
   __shared__ float tile[32][33];
@@ -307,6 +317,15 @@ cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, i
 cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream) {
   SgdUpdateKernel<<<Blocks(n), kBlock, 0, stream>>>(w, g, n, lr);
   return cudaGetLastError();
+}
+
+cudaError_t SgdUpdateMany(const SgdBatch& batch, cudaStream_t stream) {
+  if (batch.count <= 0) return cudaSuccess;
+  int64_t longest = 0;
+  for (int j = 0; j < batch.count; ++j) longest = std::max(longest, batch.n[j]);
+  return LaunchAfterPrevious(SgdUpdateManyKernel,
+                             dim3(std::min(Blocks(longest), 1024), batch.count), kBlock, stream,
+                             batch);
 }
 
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream) {

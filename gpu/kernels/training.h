@@ -58,6 +58,16 @@ cudaError_t ReluBackwardAndUpdate(float* d, const float* activation, int rows, i
 
 // w -= lr * g.
 cudaError_t SgdUpdate(float* w, const float* g, int64_t n, float lr, cudaStream_t stream);
+// The same for up to kMax arrays in one launch (the step's bias updates).
+struct SgdBatch {
+  static constexpr int kMax = 16;
+  float* w[kMax] = {};
+  const float* g[kMax] = {};
+  int64_t n[kMax] = {};
+  int count = 0;
+  float lr = 0;
+};
+cudaError_t SgdUpdateMany(const SgdBatch& batch, cudaStream_t stream);
 
 // out (cols × rows) = in (rows × cols) transposed.
 cudaError_t Transpose(const float* in, int rows, int cols, float* out, cudaStream_t stream);
