@@ -510,6 +510,14 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
     double rung9 = 0;
     for (const OwnGemmChoice& g : d.model->own_gemms()) {
       rung9 += g.kernel == GemmKernel::kTmaWgmmaBf16;
+      std::string why = "rung 9 does not fit the shape or this GPU";
+      if (g.bf16_error >= 0) {
+        why = fmt::format("rung 9 {:.3f} ms, rung 6 {:.3f} ms, rung 9 vs rung 6 error {:.1e}",
+                          g.bf16_ms, g.fp32_ms, g.bf16_error);
+      }
+      r.notes.push_back(fmt::format("own GEMM {}{}{}x{}x{}: {} ({})", g.trans_a ? "T" : "N",
+                                    g.trans_b ? "T" : "N", g.m, g.n, g.k, GemmKernelName(g.kernel),
+                                    why));
     }
     r.facts.emplace_back("own_gemm_shapes", static_cast<double>(d.model->own_gemms().size()));
     r.facts.emplace_back("own_gemm_shapes_on_rung9", rung9);
