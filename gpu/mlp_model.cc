@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,18 @@ std::vector<int> PaddedDims(const MlpShape& s) {
 
 // SGD step size: 0.05 at width 512 (checked to halve the loss within 300 steps on gen's
 // data), scaled down as 1/sqrt(width) above it so wide calibrated models stay stable.
+// The hidden layers' input gradients through cuBLASLt's DRELU_BGRAD epilogue (two launches
+// fewer a 4-layer step): STALLSCOPE_LT_BACKWARD=1. Off by default until it has run on a GPU
+// (written 2026-12-05 when none was lent; LtBiasGemm.BackwardAppliesReluMaskAndSumsTheBiasGradient
+// tests it there).
+bool LtBackwardOn() {
+  static const bool on = [] {
+    const char* v = std::getenv("STALLSCOPE_LT_BACKWARD");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
 float LearningRate(int hidden) {
   return 0.05f * std::min(1.0f, std::sqrt(512.0f / static_cast<float>(std::max(hidden, 1))));
 }
@@ -92,12 +105,14 @@ MlpModel::MlpModel(const MlpShape& shape, bool own_gemm, cublasHandle_t cublas, 
     const int layers = static_cast<int>(weights_.size());
     std::vector<bool> masked(layers, false);
     lt_backward_.assign(layers, false);
+    const bool backward = LtBackwardOn();
     for (int l = 0; l < layers; ++l) {
       const bool hidden = l + 1 < layers;
-      relu_masks_.emplace_back(hidden ? static_cast<uint64_t>(dims_[l + 1]) * b / 8 : 0);
+      relu_masks_.emplace_back(hidden && backward ? static_cast<uint64_t>(dims_[l + 1]) * b / 8
+                                                  : 0);
       masked[l] = lt_->Plan(l, b, dims_[l], dims_[l + 1], biases_[l].get(), hidden,
-                            hidden ? relu_masks_[l].get() : nullptr) &&
-                  hidden;
+                            hidden && backward ? relu_masks_[l].get() : nullptr) &&
+                  hidden && backward;
       // Layer l's input gradient needs the mask the layer below's forward GEMM wrote.
       lt_backward_[l] = l > 0 && masked[l - 1] &&
                         lt_->PlanBackward(l, b, dims_[l], dims_[l + 1], relu_masks_[l - 1].get(),

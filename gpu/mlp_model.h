@@ -147,7 +147,8 @@ class MlpModel {
   DeviceBuffer<float> grad_[2], dweight_, scratch_a_, scratch_b_;
   std::vector<DeviceBuffer<float>> dbias_;  // layer l's bias gradient
   // cuBLAS: the forward GEMMs with their bias and ReLU (hidden layers keep ReLU's mask), and
-  // the hidden layers' input gradients with ReLU's backward and the bias gradient.
+  // the hidden layers' input gradients with ReLU's backward and the bias gradient (with
+  // STALLSCOPE_LT_BACKWARD=1 only: not yet run on a GPU).
   std::unique_ptr<LtBiasGemm> lt_;
   std::vector<DeviceBuffer<uint8_t>> relu_masks_;
   std::vector<bool> lt_backward_;  // layer l's input gradient through lt_
