@@ -214,18 +214,14 @@ void MlpModel::PickOwnRungs(OwnRungs rungs) {
     biggest = std::max<uint64_t>(biggest, uint64_t(x.shape.m) * x.shape.n);
   DeviceBuffer<float> reference(biggest);
   DeviceBuffer<double> sums(3);
-  cudaEvent_t t0, t1;
-  STALLSCOPE_CUDA(cudaEventCreate(&t0));
-  STALLSCOPE_CUDA(cudaEventCreate(&t1));
+  Event t0, t1;
   auto time_ms = [&](GemmKernel kernel, const Call& x, float* c) {
     const OwnGemmChoice& g = x.shape;
-    STALLSCOPE_CUDA(cudaEventRecord(t0, stream_));
+    STALLSCOPE_CUDA(cudaEventRecord(t0.get(), stream_));
     OwnGemm(kernel, g.trans_a, g.trans_b, g.m, g.n, g.k, x.a, x.b, c);
-    STALLSCOPE_CUDA(cudaEventRecord(t1, stream_));
-    STALLSCOPE_CUDA(cudaEventSynchronize(t1));
-    float ms = 0;
-    STALLSCOPE_CUDA(cudaEventElapsedTime(&ms, t0, t1));
-    return static_cast<double>(ms);
+    STALLSCOPE_CUDA(cudaEventRecord(t1.get(), stream_));
+    STALLSCOPE_CUDA(cudaEventSynchronize(t1.get()));
+    return static_cast<double>(t1.MillisecondsSince(t0));
   };
   for (Call& x : calls) {
     OwnGemmChoice& g = x.shape;
@@ -256,8 +252,6 @@ void MlpModel::PickOwnRungs(OwnRungs rungs) {
     if (g.bf16_error < 1e-2 && g.bf16_ms <= g.fp32_ms) g.kernel = bf16;
     own_gemms_.push_back(g);
   }
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
 }
 
 MlpModel::~MlpModel() { DropGraphs(); }
