@@ -146,9 +146,7 @@ void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float
   if (alpha != 1 || beta != 0) throw std::logic_error("own GEMMs compute C = op(A)·op(B) only");
   GemmKernel kernel = kBestOwnFp32;
   for (const OwnGemmChoice& g : own_gemms_) {
-    if (g.trans_a == trans_a && g.trans_b == trans_b && g.m == m && g.n == n && g.k == k) {
-      kernel = g.kernel;
-    }
+    if (g.Is(trans_a, trans_b, m, n, k)) kernel = g.kernel;
   }
   OwnGemm(kernel, trans_a, trans_b, m, n, k, a, b, c);
 }
@@ -195,8 +193,7 @@ void MlpModel::PickOwnRungs(OwnRungs rungs) {
   std::vector<Call> calls;
   auto add = [&](bool ta, bool tb, int m, int n, int k, const float* a, const float* bb, float* c) {
     for (const Call& x : calls) {
-      const OwnGemmChoice& g = x.shape;
-      if (g.trans_a == ta && g.trans_b == tb && g.m == m && g.n == n && g.k == k) return;
+      if (x.shape.Is(ta, tb, m, n, k)) return;
     }
     calls.push_back({OwnGemmChoice{ta, tb, m, n, k}, a, bb, c});
   };

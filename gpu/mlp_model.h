@@ -49,6 +49,9 @@ struct OwnGemmChoice {
   GemmKernel kernel = kBestOwnFp32;
   double fp32_ms = 0, bf16_ms = 0;  // best of the timed runs (0: not timed)
   double bf16_error = -1;           // rung 9 vs rung 6, relative Frobenius (-1: not run)
+  bool Is(bool ta, bool tb, int m_, int n_, int k_) const {
+    return trans_a == ta && trans_b == tb && m == m_ && n == n_ && k == k_;
+  }
 };
 
 class MlpModel {
