@@ -504,6 +504,13 @@ DeviceReport CudaDevice::Finish(std::vector<StepTiming>& steps) {
   r.facts.emplace_back("learning_rate", d.model->learning_rate());
   // gpu.graph: how many step graphs were captured (0: every step launched kernel by kernel).
   r.facts.emplace_back("step_graphs_captured", static_cast<double>(d.model->graphs_captured()));
+  if (const auto lt = d.model->lt_choices(); !lt.empty()) {
+    // cuBLASLt plans whose algorithm launches more than kernels (a memset node in the graph).
+    const auto more =
+        std::count_if(lt.begin(), lt.end(), [](const auto& c) { return !c.kernels_only; });
+    r.facts.emplace_back("gemm_plans", static_cast<double>(lt.size()));
+    r.facts.emplace_back("gemm_plans_not_kernels_only", static_cast<double>(more));
+  }
   r.facts.emplace_back("steps_queued_behind_another", static_cast<double>(d.queued));
   // gpu.gemm: own: how many of the step's distinct GEMM shapes run on rung 9 (bf16, TMA).
   if (!d.model->own_gemms().empty()) {

@@ -17,7 +17,6 @@
 #include "gpu/kernel_ladder.h"
 #include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
-#include "gpu/lt_gemm.h"
 #include "gpu/mlp_model.h"
 
 namespace stallscope::gpu {
@@ -274,105 +273,6 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
           << "mode " << mode << " w " << i;
     }
   }
-}
-
-// The forward GEMM through cuBLASLt, bias and ReLU in its epilogue, computes what SGEMM and
-// the bias kernel compute: C = A·W + bias (ReLU on hidden layers), row-major, on values where
-// the bias and the ReLU both matter (negative and positive sums, a bias of either sign).
-TEST(LtBiasGemm, EpilogueAddsTheBiasAndAppliesReluAsTheBiasKernelDoes) {
-  REQUIRE_GPU();
-  const int rows = 256, in = 384, out = 128;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> a(rows * in), w(in * out), bias(out);
-  for (float& x : a) x = u(rng);
-  for (float& x : w) x = u(rng);
-  for (float& x : bias) x = 4 * u(rng);
-  DeviceBuffer<float> da(a.size()), dw(w.size()), db(bias.size()), c1(rows * out), c2(rows * out);
-  STALLSCOPE_CUDA(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice));
-  STALLSCOPE_CUDA(cudaMemcpy(dw.get(), w.data(), w.size() * 4, cudaMemcpyHostToDevice));
-  STALLSCOPE_CUDA(cudaMemcpy(db.get(), bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
-  cublasHandle_t h;
-  STALLSCOPE_CUBLAS(cublasCreate(&h));
-  LtBiasGemm lt;
-  for (const bool relu : {false, true}) {
-    ASSERT_TRUE(lt.Plan(0, rows, in, out, db.get(), relu));
-    ASSERT_TRUE(lt.Run(0, da.get(), dw.get(), c1.get(), nullptr));
-    const float one = 1, zero = 0;
-    STALLSCOPE_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, out, rows, in, &one, dw.get(), out,
-                                  da.get(), in, &zero, c2.get(), out));
-    STALLSCOPE_CUDA(BiasActivation(c2.get(), db.get(), rows, out, relu, nullptr));
-    std::vector<float> got(rows * out), want(rows * out);
-    STALLSCOPE_CUDA(cudaMemcpy(got.data(), c1.get(), got.size() * 4, cudaMemcpyDeviceToHost));
-    STALLSCOPE_CUDA(cudaMemcpy(want.data(), c2.get(), want.size() * 4, cudaMemcpyDeviceToHost));
-    int zeros = 0, bad = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      zeros += want[i] == 0;
-      bad += std::abs(got[i] - want[i]) > 1e-4f * (1 + std::abs(want[i]));
-    }
-    EXPECT_EQ(bad, 0) << (relu ? "relu" : "bias only");
-    if (relu) EXPECT_GT(zeros, rows * out / 4) << "the ReLU clipped too few values to be tested";
-    // A row computed by hand: the bias reaches every row, along the output features.
-    for (int j = 0; j < out; ++j) {
-      double sum = bias[j];
-      for (int k = 0; k < in; ++k) sum += static_cast<double>(a[k]) * w[k * out + j];
-      if (relu) sum = std::max(sum, 0.0);
-      EXPECT_NEAR(got[j], sum, 1e-3 * (1 + std::abs(sum))) << "row 0, column " << j;
-    }
-  }
-  cublasDestroy(h);
-}
-
-// A hidden layer's input gradient through cuBLASLt (DRELU_BGRAD, with the mask the forward
-// GEMM below kept) computes what SGEMM and the ReLU-backward kernel compute: the gradient
-// masked where the forward output was clipped, and its column sums.
-TEST(LtBiasGemm, BackwardAppliesReluMaskAndSumsTheBiasGradient) {
-  REQUIRE_GPU();
-  const int rows = 256, in = 384, hidden = 256,
-            out = 128;  // forward in → hidden, then hidden → out
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> u(-1, 1);
-  auto upload = [&](int n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    DeviceBuffer<float> d(n);
-    STALLSCOPE_CUDA(cudaMemcpy(d.get(), v.data(), n * 4, cudaMemcpyHostToDevice));
-    return d;
-  };
-  DeviceBuffer<float> a = upload(rows * in), w0 = upload(in * hidden), b0 = upload(hidden),
-                      w1 = upload(hidden * out), dz = upload(rows * out), z(rows * hidden),
-                      got(rows * hidden), want(rows * hidden), got_sum(hidden), want_sum(hidden);
-  DeviceBuffer<uint8_t> mask(static_cast<uint64_t>(hidden) * rows / 8);
-  LtBiasGemm lt;
-  ASSERT_TRUE(lt.Plan(0, rows, in, hidden, b0.get(), true, mask.get()));
-  if (!lt.PlanBackward(1, rows, hidden, out, mask.get(), got_sum.get())) {
-    GTEST_SKIP() << "cuBLASLt has no DRELU_BGRAD algorithm for fp32 here";
-  }
-  ASSERT_TRUE(lt.Run(0, a.get(), w0.get(), z.get(), nullptr));
-  ASSERT_TRUE(lt.RunBackward(1, dz.get(), w1.get(), got.get(), nullptr));
-  cublasHandle_t h;
-  STALLSCOPE_CUBLAS(cublasCreate(&h));
-  const float one = 1, zero = 0;  // row-major want = dz · w1ᵀ
-  STALLSCOPE_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, hidden, rows, out, &one, w1.get(), out,
-                                dz.get(), out, &zero, want.get(), hidden));
-  STALLSCOPE_CUDA(ReluBackwardAndUpdate(want.get(), z.get(), rows, hidden, want_sum.get(),
-                                        SgdTarget{}, nullptr));
-  STALLSCOPE_CUDA(cudaDeviceSynchronize());
-  cublasDestroy(h);
-  auto host = [](const DeviceBuffer<float>& d, int n) {
-    std::vector<float> v(n);
-    STALLSCOPE_CUDA(cudaMemcpy(v.data(), d.get(), n * 4, cudaMemcpyDeviceToHost));
-    return v;
-  };
-  const std::vector<float> g = host(got, rows * hidden), e = host(want, rows * hidden),
-                           gs = host(got_sum, hidden), es = host(want_sum, hidden);
-  int zeros = 0;
-  for (int i = 0; i < rows * hidden; ++i) {
-    zeros += e[i] == 0;
-    ASSERT_NEAR(g[i], e[i], 1e-4 * (1 + std::abs(e[i]))) << "element " << i;
-  }
-  EXPECT_GT(zeros, rows * hidden / 4) << "the mask clipped too few values to be tested";
-  for (int c = 0; c < hidden; ++c) ASSERT_NEAR(gs[c], es[c], 1e-3 * (1 + std::abs(es[c]))) << c;
 }
 
 // The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both

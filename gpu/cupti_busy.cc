@@ -3,6 +3,7 @@
 #include <cupti.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "pipeline/device.h"
@@ -70,6 +71,13 @@ bool CuptiRecorder::Start(std::string* why) {
     if (why) *why = "CUPTI activity records unavailable: " + ResultString(r);
     return false;
   }
+  // STALLSCOPE_CUPTI_KERNELS=FILE: every kernel, memset and copy record as "start_ns end_ns
+  // stream name" (MEMSET bytes, MEMCPYkind bytes), for looking at the gaps between a step's
+  // kernels one by one (gpu/NOTES.md). Tracing memsets slows the steps a little.
+  if (const char* path = std::getenv("STALLSCOPE_CUPTI_KERNELS"); path && *path && !dump_) {
+    dump_ = std::fopen(path, "w");
+    if (dump_) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  }
   MeasureOffset(&offset_at_, &offset0_);
   offset_at1_ = offset_at_;
   offset1_ = offset0_;
@@ -86,8 +94,23 @@ void CuptiRecorder::OnBuffer(const uint8_t* buffer, size_t valid_bytes) {
         record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       kernels_.emplace_back(k->start, k->end);
+      if (dump_) {
+        std::fprintf(dump_, "%llu %llu %u %s\n", static_cast<unsigned long long>(k->start),
+                     static_cast<unsigned long long>(k->end), k->streamId, k->name ? k->name : "?");
+      }
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET && dump_) {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      std::fprintf(dump_, "%llu %llu %u MEMSET %llu\n", static_cast<unsigned long long>(m->start),
+                   static_cast<unsigned long long>(m->end), m->streamId,
+                   static_cast<unsigned long long>(m->bytes));
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      if (dump_) {
+        std::fprintf(dump_, "%llu %llu %u MEMCPY%d %llu\n",
+                     static_cast<unsigned long long>(m->start),
+                     static_cast<unsigned long long>(m->end), m->streamId, m->copyKind,
+                     static_cast<unsigned long long>(m->bytes));
+      }
       if (m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) {
         h2d_.emplace_back(m->start, m->end);
         h2d_bytes_.push_back(m->bytes);
@@ -110,6 +133,7 @@ void CuptiRecorder::Collect(std::vector<Interval>* kernels, std::vector<Interval
   kernels_.clear();
   h2d_.clear();
   h2d_bytes_.clear();
+  if (dump_) std::fflush(dump_);
   // The next collection interpolates from here.
   offset_at_ = offset_at1_;
   offset0_ = offset1_;
@@ -124,6 +148,7 @@ void CuptiRecorder::Stop() {
   kernels_.clear();
   h2d_.clear();
   h2d_bytes_.clear();
+  if (dump_) std::fflush(dump_);
   started_ = false;
 }
 

@@ -11,6 +11,7 @@
 #define STALLSCOPE_GPU_CUPTI_BUSY_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ class CuptiRecorder {
   std::vector<std::pair<uint64_t, uint64_t>> h2d_;
   std::vector<uint64_t> h2d_bytes_;
   uint64_t dropped_ = 0;
+  std::FILE* dump_ = nullptr;  // STALLSCOPE_CUPTI_KERNELS (kept open to the process's end)
   double offset_at_ = 0, offset0_ = 0, offset_at1_ = 0, offset1_ = 0;
 };
 

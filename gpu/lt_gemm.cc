@@ -1,5 +1,8 @@
 #include "gpu/lt_gemm.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace stallscope::gpu {
 
 LtBiasGemm::LtBiasGemm() : workspace_(kWorkspaceBytes) {
@@ -9,6 +12,7 @@ LtBiasGemm::LtBiasGemm() : workspace_(kWorkspaceBytes) {
 LtBiasGemm::~LtBiasGemm() {
   for (LayerPlan& p : plans_) Destroy(p);
   for (LayerPlan& p : backward_) Destroy(p);
+  for (auto& [key, p] : gemms_) Destroy(p);
   if (handle_) cublasLtDestroy(handle_);
 }
 
@@ -48,23 +52,149 @@ void LtBiasGemm::Describe(LayerPlan& p, cublasLtEpilogue_t epilogue, const void*
   }
 }
 
-bool LtBiasGemm::Choose(LayerPlan& p) {
+namespace {
+
+// STALLSCOPE_LT_KERNELS_ONLY=0: the heuristic's first algorithm for every plan, and the
+// backward GEMMs through cublasSgemm, as before 2026-12-05 (to compare).
+bool KernelsOnlyOn() {
+  static const bool on = [] {
+    const char* v = std::getenv("STALLSCOPE_LT_KERNELS_ONLY");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+}  // namespace
+
+bool LtBiasGemm::KernelsOnly(const LayerPlan& p, const cublasLtMatmulAlgo_t& algo) {
+  // Captured, not run: the operands' addresses only become kernel parameters.
+  cudaStream_t stream = nullptr;
+  STALLSCOPE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void* any = workspace_.get();
+  const float one = 1, zero = 0;
+  cudaGraph_t graph = nullptr;
+  bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  if (ok) {
+    ok = cublasLtMatmul(handle_, p.desc, &one, any, p.w, any, p.a, &zero, any, p.c, any, p.c, &algo,
+                        workspace_.get(), kWorkspaceBytes, stream) == CUBLAS_STATUS_SUCCESS;
+    ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok;
+  }
+  cudaGetLastError();  // a failed capture leaves nothing behind
+  if (ok && graph) {
+    size_t count = 0;
+    cudaGraphGetNodes(graph, nullptr, &count);
+    std::vector<cudaGraphNode_t> nodes(count);
+    cudaGraphGetNodes(graph, nodes.data(), &count);
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      ok =
+          ok && cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel;
+    }
+  }
+  if (graph) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return ok;
+}
+
+int LtBiasGemm::Candidates(const LayerPlan& p, uint64_t workspace,
+                           cublasLtMatmulHeuristicResult_t* results) {
   cublasLtMatmulPreference_t pref = nullptr;
   STALLSCOPE_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t workspace = kWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                        sizeof workspace);
-  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, p.a, p.c, p.c, pref, 1, &result, &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, p.a, p.c, p.c,
+                                                           pref, kCandidates, results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
+  if (st != CUBLAS_STATUS_SUCCESS) return 0;
+  // Those the heuristic could not check are no candidates.
+  int kept = 0;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) results[kept++] = results[i];
+  }
+  return kept;
+}
+
+bool LtBiasGemm::Choose(LayerPlan& p) {
+  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
+  const int found = Candidates(p, kWorkspaceBytes, results);
+  if (found == 0) {
     Destroy(p);
     return false;
   }
-  p.algo = result.algo;
+  // The heuristic's first algorithm that launches kernels only; where none of its first
+  // candidates does, the first of those it offers without a workspace (no split-K reduction
+  // to zero) that does; else its very first.
+  p.algo = results[0].algo;
+  p.kernels_only = false;
+  p.candidate = 0;
+  if (!KernelsOnlyOn()) return true;
+  for (int i = 0; i < found; ++i) {
+    if (KernelsOnly(p, results[i].algo)) {
+      p.algo = results[i].algo;
+      p.kernels_only = true;
+      p.candidate = i;
+      return true;
+    }
+  }
+  cublasLtMatmulHeuristicResult_t bare[kCandidates]{};
+  const int bare_found = Candidates(p, 0, bare);
+  for (int i = 0; i < bare_found; ++i) {
+    if (KernelsOnly(p, bare[i].algo)) {
+      p.algo = bare[i].algo;
+      p.kernels_only = true;
+      p.candidate = kCandidates + i;
+      return true;
+    }
+  }
   return true;
+}
+
+bool LtBiasGemm::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+                      const float* b, float* c, float alpha, float beta, cudaStream_t stream) {
+  if (!KernelsOnlyOn()) return false;
+  const GemmKey key{trans_a, trans_b, m, n, k};
+  auto it = gemms_.find(key);
+  if (it == gemms_.end()) {
+    LayerPlan p;
+    // Row-major C (m × n) = op(A) · op(B) is the column-major C^T (n × m) = op(B)^T · op(A)^T,
+    // each row-major matrix read as its column-major transpose: W' = B (n × k as op), A' = A.
+    STALLSCOPE_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t op_w = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    STALLSCOPE_CUBLAS(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_w, sizeof op_w));
+    STALLSCOPE_CUBLAS(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    // Stored column-major shapes: B is k × n row-major (n × k when transposed), so its
+    // column-major view is n × k (k × n); A likewise.
+    STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.w, CUDA_R_32F, trans_b ? k : n, trans_b ? n : k,
+                                                 trans_b ? k : n));
+    STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, trans_a ? m : k, trans_a ? k : m,
+                                                 trans_a ? m : k));
+    STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n));
+    if (!Choose(p)) return false;
+    it = gemms_.emplace(key, p).first;
+  }
+  const LayerPlan& p = it->second;
+  STALLSCOPE_CUBLAS(cublasLtMatmul(handle_, p.desc, &alpha, b, p.w, a, p.a, &beta, c, p.c, c, p.c,
+                                   &p.algo, workspace_.get(), kWorkspaceBytes, stream));
+  return true;
+}
+
+std::vector<LtBiasGemm::Choice> LtBiasGemm::choices() const {
+  std::vector<Choice> out;
+  for (size_t l = 0; l < plans_.size(); ++l) {
+    if (plans_[l].desc)
+      out.push_back({"forward", static_cast<int>(l), plans_[l].candidate, plans_[l].kernels_only});
+  }
+  for (size_t l = 0; l < backward_.size(); ++l) {
+    if (backward_[l].desc)
+      out.push_back(
+          {"backward", static_cast<int>(l), backward_[l].candidate, backward_[l].kernels_only});
+  }
+  for (const auto& [key, p] : gemms_) out.push_back({"gemm", -1, p.candidate, p.kernels_only});
+  return out;
 }
 
 bool LtBiasGemm::Plan(int layer, int rows, int in, int out, const float* bias, bool relu,

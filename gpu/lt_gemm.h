@@ -11,6 +11,13 @@
 // keeping ReLU's mask (a bit per output, RELU_AUX_BIAS), dA = (dZ · Wᵀ) ⊙ (A > 0) and its
 // column sums (the bias gradient of the layer below) come out of one launch (DRELU_BGRAD).
 //
+// And the step's other GEMMs (the backward ones, the SGD step fused into dW's), planned per
+// shape on first use: through cuBLASLt with a workspace of its own, not cublasSgemm, which
+// under graph capture allocates, zeroes and frees a workspace around its kernel.
+//
+// Every plan takes an algorithm that launches kernels only (Choose): in a captured step any
+// other node (a memset of a split-K workspace) leaves the GPU idle for microseconds.
+//
 // Thread-safety: not thread-safe; used by one MlpModel on its stream.
 #ifndef STALLSCOPE_GPU_LT_GEMM_H_
 #define STALLSCOPE_GPU_LT_GEMM_H_
@@ -18,7 +25,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <compare>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <vector>
 
 #include "gpu/cuda_util.h"
@@ -47,26 +57,61 @@ class LtBiasGemm {
   // Enqueues it; false (nothing enqueued) when it is not planned.
   bool RunBackward(int layer, const float* dz, const float* w, float* da, cudaStream_t stream);
 
+  // Row-major C (m × n) = alpha · op(A) · op(B) + beta · C (op(A) m × k, op(B) k × n), as
+  // cublasSgemm computes it, planned on first use for each shape and transposition. False
+  // (nothing enqueued) when cuBLASLt has no algorithm for the shape.
+  bool Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+            float* c, float alpha, float beta, cudaStream_t stream);
+
+  // Which of the heuristic's algorithms each plan took (0: its first; kCandidates + i: the
+  // i-th of those without a workspace) and whether that one launches kernels only (Choose).
+  struct Choice {
+    const char* what;  // "forward", "backward" or "gemm"
+    int layer;         // -1 for gemm
+    int candidate;
+    bool kernels_only;
+  };
+  std::vector<Choice> choices() const;
+
   static constexpr std::size_t kWorkspaceBytes = 32 << 20;
+  static constexpr int kCandidates = 8;
 
  private:
   struct LayerPlan {  // planned when desc is set (Plan() leaves a failed one empty)
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t w = nullptr, a = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    int candidate = 0;
+    bool kernels_only = false;
+  };
+  struct GemmKey {
+    bool trans_a, trans_b;
+    int m, n, k;
+    auto operator<=>(const GemmKey&) const = default;
   };
   static void Destroy(LayerPlan& p);
   // Creates p.desc with `epilogue` and the bias and mask pointers (null: not set).
   static void Describe(LayerPlan& p, cublasLtEpilogue_t epilogue, const void* bias,
                        const void* mask, int64_t mask_ld, bool transpose_w);
-  // The heuristic's algorithm for p (layouts set); false, p destroyed, when there is none.
+  // An algorithm for p (layouts set): of the heuristic's first kCandidates, the first whose
+  // launch is kernels only; where none is, the first such of those it offers without a
+  // workspace; else its first. False, p destroyed, when there is none. Some
+  // algorithms (split-K with an in-place reduction) also zero a few bytes of the workspace
+  // first: in a captured step that is a memset node, and on an H100 each cost 4-14 us of idle
+  // between the step's kernels, more than the kernel it saves (gpu/NOTES.md, 2026-12-05).
   bool Choose(LayerPlan& p);
+  // The heuristic's first kCandidates algorithms for p with at most `workspace` bytes of
+  // workspace, into `results`; how many.
+  int Candidates(const LayerPlan& p, uint64_t workspace, cublasLtMatmulHeuristicResult_t* results);
+  // Whether `algo` launches p as kernel nodes only: captured into a graph (not run) and looked at.
+  bool KernelsOnly(const LayerPlan& p, const cublasLtMatmulAlgo_t& algo);
   static LayerPlan& At(std::vector<LayerPlan>& plans, int layer);
   static bool Planned(const std::vector<LayerPlan>& plans, int layer);
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<std::byte> workspace_;
   std::vector<LayerPlan> plans_, backward_;
+  std::map<GemmKey, LayerPlan> gemms_;
 };
 
 }  // namespace stallscope::gpu

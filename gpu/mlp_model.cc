@@ -26,9 +26,8 @@ std::vector<int> PaddedDims(const MlpShape& s) {
 // SGD step size: 0.05 at width 512 (checked to halve the loss within 300 steps on gen's
 // data), scaled down as 1/sqrt(width) above it so wide calibrated models stay stable.
 // The hidden layers' input gradients through cuBLASLt's DRELU_BGRAD epilogue (two launches
-// fewer a 4-layer step): STALLSCOPE_LT_BACKWARD=1. Off by default until it has run on a GPU
-// (written 2026-12-05 when none was lent; LtBiasGemm.BackwardAppliesReluMaskAndSumsTheBiasGradient
-// tests it there).
+// fewer a 4-layer step): STALLSCOPE_LT_BACKWARD=1. Off by default: on the H200 (2026-12-05)
+// its tests pass but its 5 ms graph step left more idle between kernels (gpu/NOTES.md).
 bool LtBackwardOn() {
   static const bool on = [] {
     const char* v = std::getenv("STALLSCOPE_LT_BACKWARD");
@@ -136,6 +135,8 @@ void MlpModel::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float
                     float* c, float alpha, float beta) {
   // Row-major C (m×n) = op(A) · op(B); op(A) is m×k, op(B) is k×n.
   if (!own_) {
+    // Through cuBLASLt where it has an algorithm: one that launches kernels only (LtBiasGemm).
+    if (lt_ && lt_->Gemm(trans_a, trans_b, m, n, k, a, b, c, alpha, beta, stream_)) return;
     // cuBLAS is column-major: C^T = op(B)^T · op(A)^T, with each row-major matrix read as
     // its column-major transpose.
     STALLSCOPE_CUBLAS(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,

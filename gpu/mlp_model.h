@@ -2,9 +2,10 @@
 //
 // An MLP of `layers` linear layers (input → hidden → … → hidden → classes) with ReLU between
 // them: forward (GEMM + bias + ReLU), softmax cross-entropy against the samples' labels,
-// backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS SGEMM (the
-// forward ones through cuBLASLt, bias and ReLU in their epilogue: gpu/lt_gemm.h; the weight
-// gradient's GEMM applies the SGD step itself, W -= lr·Aᵀ·dZ) or the kernel ladder's own
+// backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS fp32 GEMMs
+// through cuBLASLt (the forward ones with bias and ReLU in their epilogue; every one with an
+// algorithm that launches kernels only: gpu/lt_gemm.h; cublasSgemm where cuBLASLt has none;
+// the weight gradient's GEMM applies the SGD step itself, W -= lr·Aᵀ·dZ) or the kernel ladder's own
 // kernels (gpu.gemm: own): for each of the step's GEMM shapes, whichever of rung 6 (fp32) and
 // rung 9 (bf16 operands rounded from the fp32 ones, fp32 accumulate; Hopper only) validated
 // and ran faster when the model was built. Every dimension is padded up to a multiple of 128
@@ -80,6 +81,10 @@ class MlpModel {
   uint64_t graphs_captured() const { return graphs_captured_; }
   // The own path's choice for each distinct GEMM shape of the step (empty with cuBLAS).
   const std::vector<OwnGemmChoice>& own_gemms() const { return own_gemms_; }
+  // cuBLAS path: the cuBLASLt plans of the step so far (empty on the own path).
+  std::vector<LtBiasGemm::Choice> lt_choices() const {
+    return lt_ ? lt_->choices() : std::vector<LtBiasGemm::Choice>{};
+  }
 
   // Device bytes a model of this shape allocates.
   static uint64_t DeviceBytes(const MlpShape& shape, bool own_gemm);
