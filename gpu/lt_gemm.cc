@@ -173,10 +173,11 @@ bool LtBiasGemm::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const flo
     STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, trans_a ? m : k, trans_a ? k : m,
                                                  trans_a ? m : k));
     STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n));
-    if (!Choose(p)) return false;
+    Choose(p);  // none: p is left empty, and the shape stays on cublasSgemm from now on
     it = gemms_.emplace(key, p).first;
   }
   const LayerPlan& p = it->second;
+  if (!p.desc) return false;
   STALLSCOPE_CUBLAS(cublasLtMatmul(handle_, p.desc, &alpha, b, p.w, a, p.a, &beta, c, p.c, c, p.c,
                                    &p.algo, workspace_.get(), kWorkspaceBytes, stream));
   return true;
@@ -193,7 +194,9 @@ std::vector<LtBiasGemm::Choice> LtBiasGemm::choices() const {
       out.push_back(
           {"backward", static_cast<int>(l), backward_[l].candidate, backward_[l].kernels_only});
   }
-  for (const auto& [key, p] : gemms_) out.push_back({"gemm", -1, p.candidate, p.kernels_only});
+  for (const auto& [key, p] : gemms_) {
+    if (p.desc) out.push_back({"gemm", -1, p.candidate, p.kernels_only});
+  }
   return out;
 }
 
