@@ -35,7 +35,7 @@ bool LtBiasGemm::Planned(const std::vector<LayerPlan>& plans, int layer) {
 }
 
 void LtBiasGemm::Describe(LayerPlan& p, cublasLtEpilogue_t epilogue, const void* bias,
-                          const void* mask, int64_t mask_ld, bool transpose_w) {
+                          const void* mask, int64_t mask_ld, bool transpose_w, bool transpose_a) {
   STALLSCOPE_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   auto set = [&](cublasLtMatmulDescAttributes_t a, const void* v, size_t n) {
     STALLSCOPE_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, a, v, n));
@@ -46,10 +46,9 @@ void LtBiasGemm::Describe(LayerPlan& p, cublasLtEpilogue_t epilogue, const void*
     set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask, sizeof mask);
     set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &mask_ld, sizeof mask_ld);
   }
-  if (transpose_w) {
-    const cublasOperation_t t = CUBLAS_OP_T;
-    set(CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-  }
+  const cublasOperation_t t = CUBLAS_OP_T;
+  if (transpose_w) set(CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+  if (transpose_a) set(CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t);
 }
 
 namespace {
@@ -129,24 +128,20 @@ bool LtBiasGemm::Choose(LayerPlan& p) {
   p.kernels_only = false;
   p.candidate = 0;
   if (!KernelsOnlyOn()) return true;
-  for (int i = 0; i < found; ++i) {
-    if (KernelsOnly(p, results[i].algo)) {
-      p.algo = results[i].algo;
-      p.kernels_only = true;
-      p.candidate = i;
-      return true;
+  auto take_first_kernels_only = [&](const cublasLtMatmulHeuristicResult_t* r, int n, int first) {
+    for (int i = 0; i < n; ++i) {
+      if (KernelsOnly(p, r[i].algo)) {
+        p.algo = r[i].algo;
+        p.kernels_only = true;
+        p.candidate = first + i;
+        return true;
+      }
     }
-  }
+    return false;
+  };
+  if (take_first_kernels_only(results, found, 0)) return true;
   cublasLtMatmulHeuristicResult_t bare[kCandidates]{};
-  const int bare_found = Candidates(p, 0, bare);
-  for (int i = 0; i < bare_found; ++i) {
-    if (KernelsOnly(p, bare[i].algo)) {
-      p.algo = bare[i].algo;
-      p.kernels_only = true;
-      p.candidate = kCandidates + i;
-      return true;
-    }
-  }
+  take_first_kernels_only(bare, Candidates(p, 0, bare), kCandidates);
   return true;
 }
 
@@ -159,13 +154,7 @@ bool LtBiasGemm::Gemm(bool trans_a, bool trans_b, int m, int n, int k, const flo
     LayerPlan p;
     // Row-major C (m × n) = op(A) · op(B) is the column-major C^T (n × m) = op(B)^T · op(A)^T,
     // each row-major matrix read as its column-major transpose: W' = B (n × k as op), A' = A.
-    STALLSCOPE_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t op_w = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    STALLSCOPE_CUBLAS(
-        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_w, sizeof op_w));
-    STALLSCOPE_CUBLAS(
-        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    Describe(p, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0, trans_b, trans_a);
     // Stored column-major shapes: B is k × n row-major (n × k when transposed), so its
     // column-major view is n × k (k × n); A likewise.
     STALLSCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&p.w, CUDA_R_32F, trans_b ? k : n, trans_b ? n : k,

@@ -90,9 +90,11 @@ class LtBiasGemm {
     auto operator<=>(const GemmKey&) const = default;
   };
   static void Destroy(LayerPlan& p);
-  // Creates p.desc with `epilogue` and the bias and mask pointers (null: not set).
+  // Creates p.desc with `epilogue`, the bias and mask pointers (null: not set), and the first
+  // (`transpose_w`) and second (`transpose_a`) operand transposed or not.
   static void Describe(LayerPlan& p, cublasLtEpilogue_t epilogue, const void* bias,
-                       const void* mask, int64_t mask_ld, bool transpose_w);
+                       const void* mask, int64_t mask_ld, bool transpose_w,
+                       bool transpose_a = false);
   // An algorithm for p (layouts set): of the heuristic's first kCandidates, the first whose
   // launch is kernels only; where none is, the first such of those it offers without a
   // workspace; else its first. False, p destroyed, when there is none. Some

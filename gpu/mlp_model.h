@@ -5,11 +5,11 @@
 // backward, and a plain SGD update, all on one CUDA stream. The GEMMs are cuBLAS fp32 GEMMs
 // through cuBLASLt (the forward ones with bias and ReLU in their epilogue; every one with an
 // algorithm that launches kernels only: gpu/lt_gemm.h; cublasSgemm where cuBLASLt has none;
-// the weight gradient's GEMM applies the SGD step itself, W -= lr·Aᵀ·dZ) or the kernel ladder's own
-// kernels (gpu.gemm: own): for each of the step's GEMM shapes, whichever of rung 6 (fp32) and
-// rung 9 (bf16 operands rounded from the fp32 ones, fp32 accumulate; Hopper only) validated
-// and ran faster when the model was built. Every dimension is padded up to a multiple of 128
-// (the own kernels' tile); padded rows and classes carry no gradient.
+// the weight gradient's GEMM applies the SGD step itself, W -= lr·Aᵀ·dZ) or the kernel
+// ladder's own kernels (gpu.gemm: own): for each of the step's GEMM shapes, whichever of rung 6
+// (fp32) and rung 9 (bf16 operands rounded from the fp32 ones, fp32 accumulate; Hopper only)
+// validated and ran faster when the model was built. Every dimension is padded up to a multiple of
+// 128 (the own kernels' tile); padded rows and classes carry no gradient.
 //
 // Thread-safety: one thread enqueues steps; the stream orders them.
 #ifndef STALLSCOPE_GPU_MLP_MODEL_H_
