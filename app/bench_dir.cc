@@ -176,6 +176,9 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   // The probe's eviction found every file cached (the deep read had just read them all), as a
   // run's next epoch does.
   m.evict_seconds = f.probe.evict_seconds;
+  // The probe's CPU time per file (the whole process's, one read at a time): what a read costs
+  // the host's cores apart from waiting for the device.
+  m.cpu_per_read_seconds = f.probe.cpu_seconds_per_file;
   // IOPS: every file again at the same depth, only its first block each, so that what a read
   // costs apart from its bytes shows (opens, requests, a throttle's riops): fio's 4 KiB IOPS.
   // The model charges a file max(1 / iops, bytes / bandwidth). Under a cgroup's 2,000 reads/s

@@ -213,6 +213,7 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   }
   x.iops = m.Number("iops", 0, 0, 1e12);
   x.evict_seconds = m.Duration("evict", 0);
+  x.cpu_per_read_seconds = m.Duration("cpu_per_read", 0);
   if (x.evict_seconds > 0 && !cold) {
     ctx.Fail(m.node()["evict"], "storage.evict", "only a cold profile (profile.cold: true) evicts");
   }
@@ -234,14 +235,16 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
       "# in a directory scenario (storage: {{profile: FILE}}) read the same way (cold,\n"
       "# direct_io) at this io_depth or below; storage keys override single values. A cold\n"
       "# profile's evict is how long dropping the directory from the page cache took (before\n"
-      "# each epoch).\n"
+      "# each epoch). cpu_per_read is the CPU time each of the probe's reads took, which the\n"
+      "# simulator shares with the node's other busy threads.\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
-      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n{}",
+      "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n"
+      "  cpu_per_read: {:.3f}us\n{}",
       i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
       i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
       RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
-      m.latency_p99_seconds * 1e6, m.iops,
+      m.latency_p99_seconds * 1e6, m.iops, m.cpu_per_read_seconds * 1e6,
       i.cold ? fmt::format("  evict: {:.3f}us\n", m.evict_seconds * 1e6) : std::string());
 }
 

@@ -208,6 +208,7 @@ void RankLoop::Setup() {
   // 17.5, against node.memcpy's cache-resident 82.)
   const bool emulated = s_.gpu.device != DeviceKind::kCuda;
   copy_rate_ = emulated ? node_.snapshot : node_.h2d;
+  cpu_copy_ = emulated;
   device_name_ = emulated ? "simulated: emulated"
                           : fmt::format("simulated: cuda (H2D {})", FormatRate(node_.h2d));
   nic_ = s_.storage.kind == StorageKind::kSimulated ? node_.nic : 0;
@@ -217,6 +218,19 @@ void RankLoop::Setup() {
   epoch_barrier_ = s_.storage.kind == StorageKind::kDirectory && s_.storage.cold;
   models_.push_back(
       {std::make_unique<StorageModel>(StorageOf(s_, R), s_.seed, max_bytes_, 0.0), kNever, -1});
+  // A directory's reads are the loader's CPU work as well (calibrate --dir's cpu_per_read):
+  // each read's CPU part, timed alone in its latency, takes longer when the node's cores are
+  // shared by more busy threads (Stretch).
+  cpu_per_read_ =
+      s_.storage.kind == StorageKind::kDirectory ? s_.storage.model.cpu_per_read_seconds : 0;
+  if (cpu_per_read_ > 0) {
+    models_[0].model->SetHostDelay([this](uint64_t token) {
+      const uint32_t k = ranks_[static_cast<uint32_t>(token >> 32)].node;
+      // The read's own CPU part shares the cores with the node's jobs.
+      const double runnable = static_cast<double>(nodes_[k].jobs.size()) + 1.0;
+      return cpu_per_read_ * (std::max(1.0, runnable / cores_) - 1.0);
+    });
+  }
 
   // Nodes: local tiers, disk and network models, cores.
   distributed_ = s_.has_distributed_tier();
@@ -307,11 +321,11 @@ void RankLoop::Dispatch(const Event& e) {
     case kLookupsDone:
       SubmitReads(e.a, static_cast<int>(e.b), e.t);
       return;
-    case kChunkDone:
-      OnChunkDone(e.a, static_cast<int>(e.b), e.t);
-      return;
     case kCopyDone:
       OnCopyDone(e.a, e.b, e.t);
+      return;
+    case kCpuDone:
+      OnCpuDone(e.a, e.b, e.t);
       return;
     case kStepEnd:
       OnStepEnd(e.b, e.t);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -59,8 +60,8 @@ class RankLoop {
   enum Kind : uint32_t {
     kModel,
     kLookupsDone,
-    kChunkDone,
     kCopyDone,
+    kCpuDone,
     kStepEnd,
     kRetry,
     kReceived,
@@ -151,11 +152,30 @@ class RankLoop {
     std::vector<SimTier> tiers;
     int disk_model = -1;
   };
+  // A piece of the node's CPU work: a worker's chunk, or an emulated device's input copy.
+  struct CpuJob {
+    double done_at = 0;  // the node's `served` at which it ends
+    uint64_t seq = 0;
+    bool copy = false;
+    uint32_t rank = 0;
+    uint64_t arg = 0;  // chunk: the slot; copy: the batch
+    bool operator>(const CpuJob& o) const {
+      return done_at != o.done_at ? done_at > o.done_at : seq > o.seq;
+    }
+  };
   struct Node {
     uint32_t free_cores = 0;
     int nic_model = -1;
     double nic_free = 0;     // when the NIC has passed on the storage bytes it was given
     uint32_t next_rank = 0;  // round-robin start when a core frees
+    // The node's cores shared (issue #18), processor sharing: the workers' chunks and the
+    // emulated input copies in progress each run at min(1, cores / runnable) of a core, where
+    // runnable is how many there are plus the I/O threads' share (ReaderLoad). `served` is the
+    // service each has had since the start (virtual time, advanced to `served_at`); a job ends
+    // when it reaches the job's done_at. Only the kCpuDone event of `generation` is current.
+    double served = 0, served_at = 0;
+    uint64_t generation = 0, job_seq = 0;
+    std::priority_queue<CpuJob, std::vector<CpuJob>, std::greater<>> jobs;
   };
 
   void Push(double t, Kind kind, uint32_t a, uint64_t b);
@@ -193,6 +213,15 @@ class RankLoop {
   // CPU seconds of preprocessing sample i of a slot (counted in usage_); `slowdown` is the
   // calibrated work's speed with the node's cores as busy as they are now.
   double SampleCost(const Slot& slot, uint32_t i, double slowdown);
+  // The node's CPU work under processor sharing (Node::jobs): `work` seconds of one core.
+  void StartCpu(uint32_t k, double t, double work, bool copy, uint32_t r, uint64_t arg);
+  void AdvanceCpu(Node& node, double t) const;
+  double CpuRate(const Node& node) const;  // of a core, each job's share now
+  void ScheduleCpu(uint32_t k, double t);
+  void OnCpuDone(uint32_t k, uint64_t generation, double t);
+  // The I/O threads' share of a core: the reads in flight (this node's share of them), each
+  // busy for cpu_per_read of its latency, at most the node's I/O threads.
+  double ReaderLoad() const;
 
   // Idle workers take chunks of fetched batches while the node has a free core; ranks of the
   // node take turns.
@@ -240,6 +269,8 @@ class RankLoop {
   RunPlan plan_;
   uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
+  bool cpu_copy_ = false;    // the emulated device: its input copy is the host's CPU work
+  double cpu_per_read_ = 0;  // a directory's storage.model.cpu_per_read_seconds
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way
   // A cold directory (DirectoryStorage::BeginEpoch): each rank's fetcher starts an epoch only
   // once the last one's reads have come in, then drops the directory from the page cache

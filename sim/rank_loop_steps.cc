@@ -25,6 +25,63 @@ double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) {
   return cost + verify + jpeg + normalize;
 }
 
+double RankLoop::ReaderLoad() const {
+  if (cpu_per_read_ <= 0) return 0;
+  // This node's share of the reads in flight, each keeping an I/O thread busy for its CPU part
+  // of a read's time (at least that CPU part), at most the node's I/O threads.
+  const double inflight = static_cast<double>(models_[0].model->inflight()) / nodes_.size();
+  const double busy =
+      inflight * cpu_per_read_ / std::max(cpu_per_read_, s_.storage.model.latency_p50_seconds);
+  const double threads = static_cast<double>(s_.cluster.gpus_per_node) *
+                         std::max<uint32_t>(1, s_.loader.io.io_threads);
+  return std::min(busy, threads);
+}
+
+double RankLoop::CpuRate(const Node& node) const {
+  const double runnable = static_cast<double>(node.jobs.size()) + ReaderLoad();
+  return runnable <= cores_ ? 1.0 : cores_ / runnable;
+}
+
+void RankLoop::AdvanceCpu(Node& node, double t) const {
+  if (!node.jobs.empty() && t > node.served_at) node.served += (t - node.served_at) * CpuRate(node);
+  node.served_at = t;
+}
+
+void RankLoop::StartCpu(uint32_t k, double t, double work, bool copy, uint32_t r, uint64_t arg) {
+  Node& node = nodes_[k];
+  AdvanceCpu(node, t);
+  node.jobs.push({node.served + work, node.job_seq++, copy, r, arg});
+  ScheduleCpu(k, t);
+}
+
+void RankLoop::ScheduleCpu(uint32_t k, double t) {
+  Node& node = nodes_[k];
+  ++node.generation;
+  if (node.jobs.empty()) return;
+  const double left = std::max(0.0, node.jobs.top().done_at - node.served);
+  Push(t + left / CpuRate(node), kCpuDone, k, node.generation);
+}
+
+void RankLoop::OnCpuDone(uint32_t k, uint64_t generation, double t) {
+  Node& node = nodes_[k];
+  if (generation != node.generation) return;  // the jobs changed since: rescheduled
+  AdvanceCpu(node, t);
+  std::vector<CpuJob> done;
+  const double eps = 1e-12 * std::max(1.0, node.served);
+  while (!node.jobs.empty() && node.jobs.top().done_at <= node.served + eps) {
+    done.push_back(node.jobs.top());
+    node.jobs.pop();
+  }
+  ScheduleCpu(k, t);
+  for (const CpuJob& j : done) {
+    if (j.copy) {
+      OnCopyDone(j.rank, j.arg, t);
+    } else {
+      OnChunkDone(j.rank, static_cast<int>(j.arg), t);
+    }
+  }
+}
+
 void RankLoop::DispatchWorkers(uint32_t k, double t) {
   Node& node = nodes_[k];
   const uint32_t G = s_.cluster.gpus_per_node;
@@ -59,7 +116,7 @@ void RankLoop::DispatchWorkers(uint32_t k, double t) {
     worker_busy_ += cost;
     rk.idle_workers--;
     node.free_cores--;
-    Push(t + cost, kChunkDone, r, static_cast<uint64_t>(sl));
+    StartCpu(k, t, cost, false, r, static_cast<uint64_t>(sl));
   }
 }
 
@@ -91,7 +148,11 @@ void RankLoop::TryCopy(uint32_t r, double t) {
   const double bytes = static_cast<double>(slot.count - slot.skipped) * plan_.staged_stride;
   const double seconds = bytes / copy_rate_;
   copy_seconds_ += seconds;
-  Push(t + seconds, kCopyDone, r, b);
+  if (cpu_copy_) {  // a memcpy on the host's cores, beside the workers
+    StartCpu(rk.node, t, seconds, true, r, b);
+  } else {  // a GPU's DMA engine
+    Push(t + seconds, kCopyDone, r, b);
+  }
 }
 
 void RankLoop::OnCopyDone(uint32_t r, uint64_t b, double t) {

@@ -75,6 +75,30 @@ TEST(Simulator, StorageBoundClustersMatchBandwidthOverDemand) {
   }
 }
 
+// The node's cores are shared (issue #18): an emulated device's input copy is a memcpy on the
+// host, so on one core it and the worker take turns, and a batch costs the host the sum of the
+// two; on two cores they overlap and the slower of the two sets the pace. Ground truth: 8 ms
+// of worker CPU (preprocess.cost) and an 8 ms copy (8 MiB at 1 GiB/s) per batch, 1 ms steps.
+TEST(Simulator, OneCoreRunsTheWorkerAndTheEmulatedCopyInTurn) {
+  Simulator sim;
+  for (const uint32_t cores : {1u, 2u}) {
+    Scenario s = StorageBound(1, 1, 0);
+    s.dataset.sample_size = 1 << 20;
+    s.loader.batch_size = 8;
+    s.dataset.samples = 8 * 200;
+    s.loader.workers = 1;
+    s.loader.preprocess.cost = 1e-3;
+    s.gpu.step_time = 1e-3;
+    s.cluster.node.cores = cores;
+    s.cluster.node.snapshot = 1 << 30;
+    const VariantResult v = sim.RunVariant(s);
+    const double expected = cores == 1 ? 1.0 / 16 : 1.0 / 8;
+    SCOPED_TRACE(testing::Message()
+                 << cores << " core(s): AU " << v.au << ", expected " << expected);
+    EXPECT_NEAR(v.au, expected, 0.05 * expected);
+  }
+}
+
 TEST(Simulator, FillOnceHitRatioIsCapacityOverDataset) {
   // 1600 samples of 64 KiB; a RAM tier of 25 MiB holds exactly 400 of them (a quarter):
   // blocks of 2 KiB split evenly over 16 shards, 25 samples per shard.

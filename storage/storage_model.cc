@@ -146,6 +146,7 @@ void StorageModel::Admit(double now) {
       continue;
     }
     if (has_latency_) t += std::exp(mu_ + sigma_ * Normal());
+    if (host_delay_) t += host_delay_(r.token);
     const auto& f = options_.faults;
     if (f.any()) {
       const double u = Uniform();

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -83,6 +84,10 @@ class StorageModel {
     shared_ = budget;
     offset_ = offset;
   }
+
+  // The simulator's host (sim/rank_loop.h): each read, as it starts, also waits this long for
+  // its CPU part (the host's cores shared by more busy threads than they hold). Writes do not.
+  void SetHostDelay(std::function<double(uint64_t token)> delay) { host_delay_ = std::move(delay); }
 
   // Queues a read of `bytes` at `now`; it starts at once if fewer than max_inflight are out.
   // `write`: a write (a checkpoint's) instead: its latency is storage.write's, it meets no
@@ -143,6 +148,7 @@ class StorageModel {
   bool has_write_latency_ = false;
   double write_mu_ = 0, write_sigma_ = 0;  // storage.write.latency's
   double bw_depth_ = 0;
+  std::function<double(uint64_t)> host_delay_;  // SetHostDelay; empty: none
 
   // xoshiro256** (Blackman & Vigna): a few instructions per draw, where mt19937_64 and
   // std::lognormal_distribution cost ~100 per read (the simulator draws one per read).

@@ -40,6 +40,11 @@ struct SimulatedStorageOptions {
   // it from the page cache takes before each epoch. The loader's fetcher waits for the last
   // epoch's reads, then this long, before the next epoch's first read.
   double evict_seconds = 0;
+  // A directory (storage profiles only, `storage: {cpu_per_read: ...}`): the loader's CPU time
+  // per file read one at a time (open, read, close and their completion on the I/O thread,
+  // `calibrate --dir`'s probe). The simulator shares it with the node's other busy threads:
+  // on a host whose cores are all taken, a read's CPU part takes longer. 0 = not modelled.
+  double cpu_per_read_seconds = 0;
   struct Faults {  // storage.faults
     double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
     double spike_rate = 0, spike = 0;
