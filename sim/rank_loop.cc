@@ -220,7 +220,7 @@ void RankLoop::Setup() {
       {std::make_unique<StorageModel>(StorageOf(s_, R), s_.seed, max_bytes_, 0.0), kNever, -1});
   // A directory's reads are the loader's CPU work as well (calibrate --dir's cpu_per_read):
   // each read's CPU part, timed alone in its latency, takes longer when the node's cores are
-  // shared by more busy threads (Stretch).
+  // shared by more busy threads than it has.
   cpu_per_read_ =
       s_.storage.kind == StorageKind::kDirectory ? s_.storage.model.cpu_per_read_seconds : 0;
   if (cpu_per_read_ > 0) {

@@ -173,6 +173,7 @@ class RankLoop {
     // runnable is how many there are plus the I/O threads' share (ReaderLoad). `served` is the
     // service each has had since the start (virtual time, advanced to `served_at`); a job ends
     // when it reaches the job's done_at. Only the kCpuDone event of `generation` is current.
+    // (The I/O threads' share is read as jobs start and end, not as each read does.)
     double served = 0, served_at = 0;
     uint64_t generation = 0, job_seq = 0;
     std::priority_queue<CpuJob, std::vector<CpuJob>, std::greater<>> jobs;
@@ -269,8 +270,9 @@ class RankLoop {
   RunPlan plan_;
   uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
-  bool cpu_copy_ = false;    // the emulated device: its input copy is the host's CPU work
-  double cpu_per_read_ = 0;  // a directory's storage.model.cpu_per_read_seconds
+  bool cpu_copy_ = false;         // the emulated device: its input copy is the host's CPU work
+  std::vector<CpuJob> cpu_done_;  // OnCpuDone's jobs ending at one time (kept: no allocation)
+  double cpu_per_read_ = 0;       // a directory's storage.model.cpu_per_read_seconds
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way
   // A cold directory (DirectoryStorage::BeginEpoch): each rank's fetcher starts an epoch only
   // once the last one's reads have come in, then drops the directory from the page cache

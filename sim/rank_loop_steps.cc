@@ -66,14 +66,19 @@ void RankLoop::OnCpuDone(uint32_t k, uint64_t generation, double t) {
   Node& node = nodes_[k];
   if (generation != node.generation) return;  // the jobs changed since: rescheduled
   AdvanceCpu(node, t);
-  std::vector<CpuJob> done;
+  // This event was timed for the first job's end: it ends now, whatever the rounding of
+  // (t - served_at) * rate says. (At times far from 0 — a node rate of 1 B/s — the remainder
+  // could be below the clock's resolution and the same event would come back forever.)
+  node.served = std::max(node.served, node.jobs.top().done_at);
+  cpu_done_.clear();
   const double eps = 1e-12 * std::max(1.0, node.served);
   while (!node.jobs.empty() && node.jobs.top().done_at <= node.served + eps) {
-    done.push_back(node.jobs.top());
+    cpu_done_.push_back(node.jobs.top());
     node.jobs.pop();
   }
   ScheduleCpu(k, t);
-  for (const CpuJob& j : done) {
+  // The handlers start new jobs (StartCpu) but never end one: cpu_done_ stays as it is.
+  for (const CpuJob& j : cpu_done_) {
     if (j.copy) {
       OnCopyDone(j.rank, j.arg, t);
     } else {
