@@ -244,6 +244,14 @@ void RankLoop::Setup() {
   cores_ = cores;
   nodes_.resize(c.nodes);
   for (Node& node : nodes_) node.free_cores = cores;
+  {
+    const uint32_t G = c.gpus_per_node;
+    const double workers = std::min<double>(cores, static_cast<double>(G) * s_.loader.workers);
+    const double reader =
+        cpu_per_read_ > 0 ? static_cast<double>(G) * std::max<uint32_t>(1, s_.loader.io.io_threads)
+                          : 0;
+    shared_cores_ = workers + (cpu_copy_ ? G : 0) + reader > cores;
+  }
   SetupCaches(R, local_tiers);
   for (Node& node : nodes_) {
     if (distributed_) {
@@ -323,6 +331,9 @@ void RankLoop::Dispatch(const Event& e) {
       return;
     case kCopyDone:
       OnCopyDone(e.a, e.b, e.t);
+      return;
+    case kChunkDone:
+      OnChunkDone(e.a, static_cast<int>(e.b), e.t);
       return;
     case kCpuDone:
       OnCpuDone(e.a, e.b, e.t);

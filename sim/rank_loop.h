@@ -60,6 +60,7 @@ class RankLoop {
   enum Kind : uint32_t {
     kModel,
     kLookupsDone,
+    kChunkDone,
     kCopyDone,
     kCpuDone,
     kStepEnd,
@@ -270,7 +271,10 @@ class RankLoop {
   RunPlan plan_;
   uint32_t cores_ = 1;  // per node
   double copy_rate_ = 1;
-  bool cpu_copy_ = false;         // the emulated device: its input copy is the host's CPU work
+  bool cpu_copy_ = false;  // the emulated device: its input copy is the host's CPU work
+  // Whether a node's CPU work can ever outnumber its cores (the workers fill at most the
+  // cores; copies and reads come on top): else every job runs at full speed, timed directly.
+  bool shared_cores_ = false;
   std::vector<CpuJob> cpu_done_;  // OnCpuDone's jobs ending at one time (kept: no allocation)
   double cpu_per_read_ = 0;       // a directory's storage.model.cpu_per_read_seconds
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way

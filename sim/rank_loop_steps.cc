@@ -48,6 +48,10 @@ void RankLoop::AdvanceCpu(Node& node, double t) const {
 }
 
 void RankLoop::StartCpu(uint32_t k, double t, double work, bool copy, uint32_t r, uint64_t arg) {
+  if (!shared_cores_) {  // never more work than cores: each job alone, at full speed
+    Push(t + work, copy ? kCopyDone : kChunkDone, r, arg);
+    return;
+  }
   Node& node = nodes_[k];
   AdvanceCpu(node, t);
   node.jobs.push({node.served + work, node.job_seq++, copy, r, arg});
