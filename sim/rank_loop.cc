@@ -247,10 +247,10 @@ void RankLoop::Setup() {
   {
     const uint32_t G = c.gpus_per_node;
     const double workers = std::min<double>(cores, static_cast<double>(G) * s_.loader.workers);
-    const double reader =
-        cpu_per_read_ > 0 ? static_cast<double>(G) * std::max<uint32_t>(1, s_.loader.io.io_threads)
+    reader_threads_ = cpu_per_read_ > 0
+                          ? static_cast<double>(G) * std::max<uint32_t>(1, s_.loader.io.io_threads)
                           : 0;
-    shared_cores_ = workers + (cpu_copy_ ? G : 0) + reader > cores;
+    shared_cores_ = workers + (cpu_copy_ ? G : 0) + reader_threads_ > cores;
   }
   SetupCaches(R, local_tiers);
   for (Node& node : nodes_) {

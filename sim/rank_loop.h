@@ -275,6 +275,7 @@ class RankLoop {
   // Whether a node's CPU work can ever outnumber its cores (the workers fill at most the
   // cores; copies and reads come on top): else every job runs at full speed, timed directly.
   bool shared_cores_ = false;
+  double reader_threads_ = 0;  // a node's I/O threads where reads cost CPU (cpu_per_read), else 0
   std::vector<CpuJob> cpu_done_;  // OnCpuDone's jobs ending at one time (kept: no allocation)
   double cpu_per_read_ = 0;       // a directory's storage.model.cpu_per_read_seconds
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way

@@ -32,9 +32,7 @@ double RankLoop::ReaderLoad() const {
   const double inflight = static_cast<double>(models_[0].model->inflight()) / nodes_.size();
   const double busy =
       inflight * cpu_per_read_ / std::max(cpu_per_read_, s_.storage.model.latency_p50_seconds);
-  const double threads = static_cast<double>(s_.cluster.gpus_per_node) *
-                         std::max<uint32_t>(1, s_.loader.io.io_threads);
-  return std::min(busy, threads);
+  return std::min(busy, reader_threads_);
 }
 
 double RankLoop::CpuRate(const Node& node) const {
