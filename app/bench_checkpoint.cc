@@ -202,6 +202,7 @@ void CheckpointBench::Allocate() {
   // Filling touches every page too, so that no write is timed with its page faults.
   if (auto error = OnEveryRank(stores_.size(), [&](uint32_t k) {
         FillContent(ContentKey(kContentSeed, first_ + k), {buffers_[k].get(), bytes});
+        if (!plan_.read_into_buffer) stores_[k]->PrepareVerify();
       })) {
     std::rethrow_exception(error);
   }
@@ -235,7 +236,7 @@ std::vector<RankTimes> CheckpointBench::Run(uint32_t run, const Agree& agree) {
   });
   if (!error) {
     // Untimed: out of the page cache, and the buffer cleared so that only the read can
-    // bring its content back (Read checks it against the checksum written with it).
+    // bring its content back (the read-back checks it against the checksum written with it).
     error = OnEveryRank(count, [&](uint32_t k) {
       resident[k] = EvictFromPageCache(stores_[k]->NameOf(run), !plan_.fsync);
       std::memset(buffers_[k].get(), 0, plan_.rank_bytes);
@@ -244,7 +245,11 @@ std::vector<RankTimes> CheckpointBench::Run(uint32_t run, const Agree& agree) {
   stop_if_failed(error);  // and every rank starts its read together
   error = OnEveryRank(count, [&](uint32_t k) {
     const auto start = std::chrono::steady_clock::now();
-    stores_[k]->Read(run, span(k));
+    if (plan_.read_into_buffer) {
+      stores_[k]->Read(run, span(k));
+    } else {
+      stores_[k]->Verify(run, plan_.rank_bytes);
+    }
     times[k].read_seconds = SecondsSince(start);
   });
   stop_if_failed(error);

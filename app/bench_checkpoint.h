@@ -9,9 +9,9 @@
 // snapshot buffer of non-constant content each. A run writes every rank's checkpoint (timed),
 // evicts it from the page cache without root (POSIX_FADV_DONTNEED on the fsynced file; a file
 // written without fsync is flushed first, untimed, so the read-back still comes from the
-// storage), and reads it back through DirectoryCheckpointStore::Read (timed), which checks its
-// checksum. The ranks of one process run on their own threads, released together for each
-// timed phase.
+// storage), and reads it back (timed) through DirectoryCheckpointStore::Verify, or Read with
+// plan.read_into_buffer; both check its checksum. The ranks of one process run on their own
+// threads, released together for each timed phase.
 //
 // Thread-safety: one thread (main's) calls a CheckpointBench; it runs its ranks' threads
 // itself.
@@ -40,6 +40,10 @@ struct CheckpointBenchPlan {
   bool direct = false;
   uint64_t block = 1 << 20;  // bytes per write and read (CheckpointOptions::block)
   uint32_t io_depth = 8;     // of each rank (CheckpointOptions::io_depth)
+  // The read-back: false streams each file through io_depth recycled buffers of `block`
+  // (DirectoryCheckpointStore::Verify, as a restore staged to a GPU and fio's read job do);
+  // true reads it into the rank's snapshot buffer (Read, as a run's `restore: true` does).
+  bool read_into_buffer = false;
 
   uint64_t total_bytes() const { return rank_bytes * ranks; }
 };
@@ -48,7 +52,7 @@ struct CheckpointBenchPlan {
 struct RankTimes {
   uint32_t rank = 0;
   double write_seconds = 0;  // Write: create, write, fsync, rename, directory fsync
-  double read_seconds = 0;   // Read: open, read, checksum
+  double read_seconds = 0;   // Verify or Read: open, read, checksum
 };
 
 // One run of the whole job: every rank's times; the job's are the slowest rank's.

@@ -126,6 +126,7 @@ BenchSetup SetupOf(const BenchCheckpointCommandOptions& o, std::optional<uint32_
   s.plan.io_depth = o.io_depth;
   s.plan.fsync = o.fsync;
   s.plan.direct = o.direct;
+  s.plan.read_into_buffer = o.read_into_buffer;
   if (o.step_time.empty() != o.max_stall.empty()) {
     throw BadInput(o.step_time.empty()
                        ? "--max-stall needs --step-time (the training step's duration, e.g. 100ms)"
@@ -185,12 +186,15 @@ void PrintHeader(const BenchSetup& s) {
       "bench-checkpoint {}: {}\n"
       "  {} rank{} ({}) × {} ({}) = {} ({}), {} run{}\n"
       "  each rank: its own file, io_uring, {} blocks, {} in flight, {}{}, temporary name + "
-      "rename; page cache evicted before each read-back; checksum verified\n",
+      "rename; page cache evicted before each read-back{}; checksum verified\n",
       p.path, what, p.ranks, p.ranks == 1 ? "" : "s",
       s.mpi ? "mpirun ranks" : (p.ranks == 1 ? "this process" : "threads of this process"),
       Decimal(p.rank_bytes), Binary(p.rank_bytes), Decimal(p.total_bytes()),
       Binary(p.total_bytes()), p.runs, p.runs == 1 ? "" : "s", Binary(p.block), p.io_depth,
-      p.fsync ? "fsync" : "no fsync", p.direct ? ", O_DIRECT" : "");
+      p.fsync ? "fsync" : "no fsync", p.direct ? ", O_DIRECT" : "",
+      p.read_into_buffer
+          ? ", read into the snapshot buffer"
+          : fmt::format(", read through {} buffers of {}", p.io_depth, Binary(p.block)));
 }
 
 void PrintColumns(const BenchSetup& s) {
@@ -308,6 +312,7 @@ nlohmann::json Summarize(const BenchSetup& s, const std::vector<CheckpointBenchR
                         {"io_depth", p.io_depth},
                         {"fsync", p.fsync},
                         {"direct", p.direct},
+                        {"read_into", p.read_into_buffer ? "buffer" : "stream"},
                         {"runs", each},
                         {"write_bytes_per_second", write_rate},
                         {"read_bytes_per_second", read_rate},

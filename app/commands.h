@@ -136,6 +136,7 @@ struct BenchCheckpointCommandOptions {
   uint32_t io_depth = CheckpointOptions{}.io_depth;  // writes (and reads) in flight per rank
   bool direct = false;                               // O_DIRECT
   bool fsync = CheckpointOptions{}.fsync;            // --no-fsync clears it
+  bool read_into_buffer = false;                     // read back into the snapshot buffer
   std::string step_time;                             // with max_stall: the frequency advice
   std::string max_stall;                             // a share of the run: "5%" or 0.05
   std::string json;

@@ -4,12 +4,13 @@
 // pattern: the checkpoint goes to a temporary name (".ckpt-STEP-rRANK.tmp"), is fsynced
 // (checkpoint.fsync), renamed to "ckpt-STEP-rRANK.stck" and the directory fsynced, so a crash
 // at any moment leaves either the complete checkpoint under its final name or none: a torn
-// one never looks whole. The file is one 4096-byte header (magic, rank, step, size, the
-// XXH3-64 of the body) and the body; a restore reads both through the same ring and checks
-// them. Writes and reads are `block` bytes each, `depth` in flight; with checkpoint.direct
-// they are O_DIRECT (the body is padded to 4096 bytes on disk; the header keeps its size).
-// Only the newest `keep` checkpoints of the rank stay; older ones are removed after each
-// complete write, and temporary files a crash left are removed at construction.
+// one never looks whole. The file is the body from offset 0, then one 4096-byte header
+// (magic, rank, step, size, the XXH3-64 of the body) at the next 4096-byte boundary; a restore
+// reads both through the same ring and checks them. Writes and reads are `block` bytes each,
+// `depth` in flight; with checkpoint.direct they are O_DIRECT (the body is padded to 4096 bytes on
+// disk; the header keeps its size). Only the newest `keep` checkpoints of the rank stay; older ones
+// are removed after each complete write, and temporary files a crash left are removed at
+// construction.
 //
 // SimulatedCheckpointStore sends the same bytes through the scenario's simulated storage
 // (SimulatedStorage::Transfer: storage.write's model, beside the loader's reads); it keeps no
@@ -22,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -90,6 +93,15 @@ class DirectoryCheckpointStore final : public CheckpointStore {
   void Write(uint64_t step, std::span<const std::byte> data) override;
   std::optional<uint64_t> Latest() const override;
   void Read(uint64_t step, std::span<std::byte> dst) override;
+  // Reads checkpoint `step` (a body of `bytes`) through `depth` recycled buffers of `block`
+  // bytes and checks its header and its checksum as the blocks arrive, in file order; the
+  // content is not kept. A restore that streams to a GPU through staging buffers costs the
+  // host this much, and fio's read job does the same (bench-checkpoint's default read-back).
+  // Throws CheckpointError.
+  void Verify(uint64_t step, uint64_t bytes);
+  // Allocates and touches the buffers Verify reads through (done by the first Verify
+  // otherwise): a benchmark calls it untimed, so that no timed read pays their page faults.
+  void PrepareVerify();
   std::optional<uint64_t> FreeBytes() const override;
   uint64_t Footprint(uint64_t bytes) const override;
   std::string Describe() const override;
@@ -99,7 +111,12 @@ class DirectoryCheckpointStore final : public CheckpointStore {
 
  private:
   void Prune();
+  // Opens checkpoint `step` and checks its header against this rank, the step and a body of
+  // `bytes`; returns the open descriptor and the body's checksum. Throws CheckpointError.
+  struct Opened;
+  Opened Open(uint64_t step, uint64_t bytes) const;
   const DirectoryCheckpointOptions options_;
+  std::unique_ptr<std::byte[], void (*)(void*)> staging_{nullptr, &std::free};  // Verify's
 };
 
 // The newest step every rank holds a complete checkpoint of (each rank's steps, any order):

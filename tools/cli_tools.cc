@@ -69,8 +69,9 @@ CLI::App* AddBenchCheckpoint(CLI::App& app, BenchCheckpointCommandOptions& bc) {
       "The checkpoint (--model's size, or --size) is split over --ranks ranks; the ranks write "
       "their shares together, each to its own file, through io_uring with the durable pattern "
       "of a run's checkpoints (temporary name, fsync, rename, directory fsync). Then the files "
-      "are evicted from the page cache (POSIX_FADV_DONTNEED; no root needed) and read back, "
-      "the content checked against its checksum. MLPerf's rules: fsync enforced, caches "
+      "are evicted from the page cache (POSIX_FADV_DONTNEED; no root needed) and read back "
+      "block by block through recycled buffers, the content checked against its checksum. MLPerf's "
+      "rules: fsync enforced, caches "
       "dropped before the read-back, the job's time is the slowest rank's (GB/s = all ranks' "
       "bytes / that time), 5 runs. Prints each run, the mean and the median; the files are "
       "removed at the end. Under `mpirun -np N` each MPI rank writes its share and rank 0 "
@@ -102,6 +103,10 @@ CLI::App* AddBenchCheckpoint(CLI::App& app, BenchCheckpointCommandOptions& bc) {
       "--no-fsync", [&bc](int64_t) { bc.fsync = false; },
       "Do not fsync (not MLPerf's rules; the read-back still comes from the storage: "
       "the files are flushed, untimed, before eviction)");
+  cmd->add_flag("--read-into-buffer", bc.read_into_buffer,
+                "Read each checkpoint back into its snapshot buffer, as a run's `restore: true` "
+                "does (default: through --io-depth recycled buffers of --block bytes, checked "
+                "as they arrive, as a restore staged to a GPU and fio's read job do)");
   cmd->add_option("--step-time", bc.step_time,
                   "The training step's duration, for the checkpoint frequency (e.g. 100ms)");
   cmd->add_option("--max-stall", bc.max_stall,
