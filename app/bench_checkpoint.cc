@@ -174,7 +174,9 @@ uint64_t CheckpointBench::DiskBytes() const {
 }
 
 uint64_t CheckpointBench::BufferBytes() const {
-  return stores_.size() * RoundUp(plan_.rank_bytes, kBlockBytes);
+  // Each rank's snapshot, and the buffers a streamed read-back goes through.
+  const uint64_t staging = plan_.read_into_buffer ? 0 : plan_.block * plan_.io_depth;
+  return stores_.size() * (RoundUp(plan_.rank_bytes, kBlockBytes) + staging);
 }
 
 std::string CheckpointBench::ExistingCheckpoint() const {

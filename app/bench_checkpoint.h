@@ -101,7 +101,7 @@ class CheckpointBench {
   // previous run's files before it writes).
   std::optional<uint64_t> FreeBytes() const;
   uint64_t DiskBytes() const;
-  // Host memory this process's snapshot buffers take.
+  // Host memory this process's snapshot buffers take, with the read-back's buffers.
   uint64_t BufferBytes() const;
   // A checkpoint file of one of this process's ranks already in the directory (a run would
   // replace it); empty when there is none.
