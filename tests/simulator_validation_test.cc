@@ -12,11 +12,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "app/bench_dir.h"
 #include "sim/host_model.h"
@@ -52,6 +57,9 @@ struct Case {
   // measurements and the real run (IoThrottle); 0 = not throttled.
   uint64_t throttle = 0;
   testing::IoThrottle::Unit throttle_unit = testing::IoThrottle::kBytes;
+  // Real runs, all of them made, the median compared (never a retry after a miss): for a
+  // case whose real idle scatters more than the tolerance from run to run on this host.
+  int real_runs = 1;
 };
 
 // What the comparisons showed, counted by kind, printed at the end.
@@ -132,10 +140,23 @@ void Validate(const Case& c, Simulator& sim) {
     // simulator gets the fitted model, never the real run's own numbers).
     const NodeOptions before = measure(s);
     const SimulatedStorageOptions disk_before = FitDirectory(s);
-    auto storage = MakeStorage(s, /*quiet=*/true);
-    EmulatedDevice device(s.gpu.step_time);
     const testing::HostCpuWatch watch;
-    const VariantResult real = RunVariant(s, *storage, device, RunHooks{.quiet = true});
+    std::vector<VariantResult> runs;
+    for (int k = 0; k < std::max(c.real_runs, 1); ++k) {
+      auto storage = MakeStorage(s, /*quiet=*/true);
+      EmulatedDevice device(s.gpu.step_time);
+      runs.push_back(RunVariant(s, *storage, device, RunHooks{.quiet = true}));
+    }
+    std::sort(runs.begin(), runs.end(), [](const VariantResult& a, const VariantResult& b) {
+      return a.gpu_idle_fraction < b.gpu_idle_fraction;
+    });
+    if (runs.size() > 1) {
+      std::printf("%-28s %-16s real idle of %zu runs:", c.label.c_str(), variant.c_str(),
+                  runs.size());
+      for (const VariantResult& r : runs) std::printf(" %.1f%%", r.gpu_idle_fraction * 100);
+      std::printf(" (the median compared)\n");
+    }
+    const VariantResult real = runs[runs.size() / 2];
     const testing::HostCpuWatch::Taken taken = watch.Stop();
     Scenario model = OnThisHost(s, MeanNode(before, measure(s)));
     model.storage.model = MeanStorage(disk_before, FitDirectory(s));
@@ -324,15 +345,21 @@ TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
          "lru"},
         SharedSimulator());
   }
-  // Workers against 3 ms of CPU work per sample (the GPU wants 800 samples/s).
+  // Workers against 3 ms of CPU work per sample (the GPU wants 800 samples/s). Workers that
+  // take every core share them with the copy (and three on two cores with each other) as the
+  // kernel's scheduler decides: on this 2-core VM (2026-12-06) three workers' real idle
+  // scattered 15.9–23.5% in five runs and two workers' 16.5–19.9% in seven, the simulator
+  // 17.2–17.9%. Those cases compare the median of three runs.
   for (const char* w : {"1", "2", "3"}) {
-    Validate(
-        {dir + "/workers_sweep.yaml",
-         {ParseSetArgument(std::string("loader.workers=") + w),
-          ParseSetArgument("loader.preprocess.cost=3ms"), ParseSetArgument("gpu.step_time=20ms")},
-         std::string("workers ") + w,
-         "workers-1"},
-        SharedSimulator());
+    const bool every_core = std::atoi(w) >= static_cast<int>(std::thread::hardware_concurrency());
+    Validate({.file = dir + "/workers_sweep.yaml",
+              .sets = {ParseSetArgument(std::string("loader.workers=") + w),
+                       ParseSetArgument("loader.preprocess.cost=3ms"),
+                       ParseSetArgument("gpu.step_time=20ms")},
+              .label = std::string("workers ") + w,
+              .only_variant = "workers-1",
+              .real_runs = every_core ? 3 : 1},
+             SharedSimulator());
   }
 }
 
