@@ -66,6 +66,14 @@ struct Piece {
   uint64_t bytes;
 };
 
+// Whether a completion moved all `expected` bytes; if not, the first failure is kept in
+// `error`: the completion's -errno, or `short_error` for a short transfer.
+bool Whole(int res, uint64_t expected, int short_error, int& error) {
+  if (res >= 0 && static_cast<uint64_t>(res) == expected) return true;
+  if (error == 0) error = res < 0 ? res : short_error;
+  return false;
+}
+
 // Moves every piece (writes with `write`), at most `depth` in flight on an io_uring, or
 // with pread/pwrite where io_uring is refused; `before(k)`, when given, runs just before
 // piece k goes out, in order, and `after(k)` once it is complete, in any order. Returns 0 or
@@ -108,13 +116,7 @@ int Transfer(int fd, const std::vector<Piece>& pieces, uint32_t depth, bool writ
     if (rc < 0 && rc != -EINTR && rc != -ETIME) return rc;
     ring.ForEachCompletion([&](uint64_t tag, int res) {
       --inflight;
-      if (res < 0) {
-        if (error == 0) error = res;
-      } else if (static_cast<uint64_t>(res) != pieces[tag].bytes) {
-        if (error == 0) error = write ? -ENOSPC : -EIO;
-      } else if (after) {
-        after(tag);
-      }
+      if (Whole(res, pieces[tag].bytes, write ? -ENOSPC : -EIO, error) && after) after(tag);
     });
   }
   return error;
@@ -157,13 +159,7 @@ int Stream(int fd, uint64_t offset, uint64_t bytes, uint64_t block, uint32_t dep
     if (rc < 0 && rc != -EINTR && rc != -ETIME) return rc;
     ring.ForEachCompletion([&](uint64_t tag, int res) {
       --inflight;
-      if (res < 0) {
-        if (error == 0) error = res;
-      } else if (static_cast<uint64_t>(res) != length(tag)) {
-        if (error == 0) error = -EIO;
-      } else {
-        in[tag] = 1;
-      }
+      if (Whole(res, length(tag), -EIO, error)) in[tag] = 1;
     });
     while (error == 0 && used < count && in[used]) {
       use({buffer(used), length(used)});
