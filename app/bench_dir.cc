@@ -9,7 +9,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <thread>
 
 #include "base/align.h"
 #include "base/units.h"
@@ -110,6 +112,46 @@ class Reader final : public ReadCallback {
   uint64_t done_ = 0;  // guarded by mu_
 };
 
+// A busy thread on each of `n` cores, each counting rounds of fixed integer work (about a
+// microsecond each, in registers): what reads cost the host's cores shows as rounds lost.
+class Spinners {
+ public:
+  explicit Spinners(unsigned n) : n_(n), counts_(std::make_unique<Count[]>(n)) {
+    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { Spin(counts_[i]); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // every thread running
+  }
+  ~Spinners() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+  uint64_t Rounds() const {
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < n_; ++i) sum += counts_[i].rounds.load(std::memory_order_relaxed);
+    return sum;
+  }
+
+ private:
+  struct alignas(64) Count {
+    std::atomic<uint64_t> rounds{0};
+  };
+  void Spin(Count& c) const {
+    uint64_t x = 0x9e3779b97f4a7c15ULL ^ reinterpret_cast<uintptr_t>(&c);
+    while (!stop_.load(std::memory_order_relaxed)) {
+      for (int k = 0; k < 512; ++k) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+      }
+      c.rounds.fetch_add(1 + (x == 0), std::memory_order_relaxed);  // x is never 0
+    }
+  }
+
+  const unsigned n_;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<Count[]> counts_;
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
 BenchDirResult BenchDirectory(const DirectoryStorageOptions& o, const RankShard& shard,
@@ -189,7 +231,67 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   small.read_at_most = kBlockBytes;
   f.small = BenchDirectory(small);
   m.iops = f.small.files_per_second;
+  MeasureReadsUnderLoad(one, RankShard{0, static_cast<uint32_t>(ranks)}, f);
   return f;
+}
+
+void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
+                           DirectoryFit& f, int rounds) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // Each side reads the probe's files again until it has read for kMinSeconds: on a busy host
+  // a read at a time runs in spells of a fast and a slow pace (the scheduler's placement of
+  // the I/O thread), each tens of milliseconds long, and one pass of the probe sees one.
+  constexpr double kMinSeconds = 0.2;
+  struct Reads {
+    double seconds = 0, reads = 0;
+  };
+  const auto read_for = [&](const std::function<void()>& start, const std::function<void()>& end) {
+    Reads r;
+    while (r.seconds < kMinSeconds) {
+      const BenchDirResult b = BenchDirectory(one, shard, start);
+      if (end) end();
+      if (b.latencies.empty()) break;
+      r.seconds += b.seconds;
+      r.reads += static_cast<double>(b.latencies.size());
+    }
+    return r;
+  };
+  // Summed over the rounds, as a run's long stretch of reads would average the spells.
+  double lost = 0, busy_reads = 0, busy_time = 0, alone_reads = 0, alone_time = 0;
+  for (int k = 0; k < rounds; ++k) {
+    // The probe alone, then a busy thread on every core alone, then the probe beside them: a
+    // drift of the host's speed between rounds falls on both sides of each round's difference.
+    const Reads alone = read_for({}, {});
+    Spinners spin(cores);
+    uint64_t r0 = spin.Rounds();
+    double t0 = MonotonicSeconds();
+    std::this_thread::sleep_for(std::chrono::duration<double>(kMinSeconds / 2));
+    const double idle_rate = static_cast<double>(spin.Rounds() - r0) / (MonotonicSeconds() - t0);
+    double busy_rounds = 0, busy_seconds = 0;
+    const Reads busy = read_for(
+        [&] {
+          r0 = spin.Rounds();
+          t0 = MonotonicSeconds();
+        },
+        [&] {
+          busy_rounds += static_cast<double>(spin.Rounds() - r0);
+          busy_seconds += MonotonicSeconds() - t0;
+        });
+    if (busy.reads == 0 || alone.reads == 0 || idle_rate <= 0 || busy_seconds <= 0) continue;
+    // The cores' time the spinners lost while the probe read.
+    lost += cores * std::max(0.0, busy_seconds - busy_rounds / idle_rate);
+    busy_reads += busy.reads;
+    busy_time += busy.seconds;
+    alone_reads += alone.reads;
+    alone_time += alone.seconds;
+  }
+  if (busy_reads > 0 && alone_reads > 0) {
+    f.cpu_per_read_busy = lost / busy_reads;
+    f.read_wait_busy = std::max(0.0, busy_time / busy_reads - alone_time / alone_reads);
+  }
+  SimulatedStorageOptions& m = f.model;
+  m.host_per_read_seconds = std::max(0.0, f.cpu_per_read_busy - m.cpu_per_read_seconds);
+  m.read_wait_busy_seconds = f.read_wait_busy;
 }
 
 BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients) {

@@ -56,11 +56,23 @@ BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 // each timed read starts from an evicted page cache. The model fits the scenario's io_depth
 // best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
+// Then the probe again beside a busy thread on every core (MeasureReadsUnderLoad) gives what
+// a read costs a busy host: host_per_read and read_wait_busy.
 struct DirectoryFit {
   SimulatedStorageOptions model;
   BenchDirResult deep, probe, small;  // the three timed reads
+  double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
+  double read_wait_busy = 0;          // how much longer a read took beside them
 };
 DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
+
+// `rounds` times, alternated: the probe (`one`: depth 1, one I/O thread) alone, a busy thread
+// on every core alone, and the probe beside them. Sets f.cpu_per_read_busy (the cores' time
+// the busy threads lost while the probe read, per read), f.read_wait_busy (its time per read
+// less the probe's alone), and from them f.model's host_per_read (cpu_per_read_busy less
+// the probe's own cpu_per_read) and read_wait_busy.
+void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
+                           DirectoryFit& f, int rounds = 7);
 
 nlohmann::json BenchDirToJson(const BenchDirResult& r);
 std::string FormatBenchDir(const BenchDirResult& r);

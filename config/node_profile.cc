@@ -214,6 +214,8 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   x.iops = m.Number("iops", 0, 0, 1e12);
   x.evict_seconds = m.Duration("evict", 0);
   x.cpu_per_read_seconds = m.Duration("cpu_per_read", 0);
+  x.host_per_read_seconds = m.Duration("host_per_read", 0);
+  x.read_wait_busy_seconds = m.Duration("read_wait_busy", 0);
   if (x.evict_seconds > 0 && !cold) {
     ctx.Fail(m.node()["evict"], "storage.evict", "only a cold profile (profile.cold: true) evicts");
   }
@@ -236,15 +238,19 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
       "# direct_io) at this io_depth or below; storage keys override single values. A cold\n"
       "# profile's evict is how long dropping the directory from the page cache took (before\n"
       "# each epoch). cpu_per_read is the CPU time each of the probe's reads took, which the\n"
-      "# simulator shares with the node's other busy threads.\n"
+      "# simulator shares with the node's other busy threads; host_per_read is what each read\n"
+      "# cost the other cores beside it (the work lost by a busy thread on every core, per\n"
+      "# read, less cpu_per_read), which the simulator runs on the node's cores; read_wait_busy\n"
+      "# is how much longer a read took beside those busy threads.\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
       "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n"
-      "  cpu_per_read: {:.3f}us\n{}",
+      "  cpu_per_read: {:.3f}us\n  host_per_read: {:.3f}us\n  read_wait_busy: {:.3f}us\n{}",
       i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
       i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
       RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
       m.latency_p99_seconds * 1e6, m.iops, m.cpu_per_read_seconds * 1e6,
+      m.host_per_read_seconds * 1e6, m.read_wait_busy_seconds * 1e6,
       i.cold ? fmt::format("  evict: {:.3f}us\n", m.evict_seconds * 1e6) : std::string());
 }
 

@@ -218,20 +218,6 @@ void RankLoop::Setup() {
   epoch_barrier_ = s_.storage.kind == StorageKind::kDirectory && s_.storage.cold;
   models_.push_back(
       {std::make_unique<StorageModel>(StorageOf(s_, R), s_.seed, max_bytes_, 0.0), kNever, -1});
-  // A directory's reads are the loader's CPU work as well (calibrate --dir's cpu_per_read):
-  // each read's CPU part, timed alone in its latency, takes longer when the node's cores are
-  // shared by more busy threads than it has.
-  cpu_per_read_ =
-      s_.storage.kind == StorageKind::kDirectory ? s_.storage.model.cpu_per_read_seconds : 0;
-  if (cpu_per_read_ > 0) {
-    models_[0].model->SetHostDelay([this](uint64_t token) {
-      const uint32_t k = ranks_[static_cast<uint32_t>(token >> 32)].node;
-      // The read's own CPU part shares the cores with the node's jobs.
-      const double runnable = static_cast<double>(nodes_[k].jobs.size()) + 1.0;
-      return cpu_per_read_ * (std::max(1.0, runnable / cores_) - 1.0);
-    });
-  }
-
   // Nodes: local tiers, disk and network models, cores.
   distributed_ = s_.has_distributed_tier();
   for (const TierOptions& o : s_.cache_tiers) {
@@ -240,18 +226,7 @@ void RankLoop::Setup() {
                                                      : kPeers);
   }
   const size_t local_tiers = s_.cache_tiers.size() - (distributed_ ? 1 : 0);
-  const uint32_t cores = node_.cores;
-  cores_ = cores;
-  nodes_.resize(c.nodes);
-  for (Node& node : nodes_) node.free_cores = cores;
-  {
-    const uint32_t G = c.gpus_per_node;
-    const double workers = std::min<double>(cores, static_cast<double>(G) * s_.loader.workers);
-    reader_threads_ = cpu_per_read_ > 0
-                          ? static_cast<double>(G) * std::max<uint32_t>(1, s_.loader.io.io_threads)
-                          : 0;
-    shared_cores_ = workers + (cpu_copy_ ? G : 0) + reader_threads_ > cores;
-  }
+  SetupCores();
   SetupCaches(R, local_tiers);
   for (Node& node : nodes_) {
     if (distributed_) {
@@ -508,6 +483,7 @@ void RankLoop::OnRead(int tier, const StorageModel::Completion& c) {
     }
   } else if (c.result >= 0 && static_cast<uint64_t>(c.result) == bytes) {
     part.storage_bytes += bytes;
+    if (host_per_read_ > 0) StartCpu(rk.node, c.time, host_per_read_, kHostJob, r, 0);
     admitted = AdmitLocal(r, id, slot.access[i], caches_[rk.cache].tiers.size());
   } else {
     read_errors_++;

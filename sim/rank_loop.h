@@ -153,11 +153,13 @@ class RankLoop {
     std::vector<SimTier> tiers;
     int disk_model = -1;
   };
-  // A piece of the node's CPU work: a worker's chunk, or an emulated device's input copy.
+  // A piece of the node's CPU work: a worker's chunk, an emulated device's input copy, or what
+  // a directory read costs the host's cores (host_per_read), which nothing waits for.
+  enum JobKind : uint8_t { kChunkJob, kCopyJob, kHostJob };
   struct CpuJob {
     double done_at = 0;  // the node's `served` at which it ends
     uint64_t seq = 0;
-    bool copy = false;
+    JobKind kind = kChunkJob;
     uint32_t rank = 0;
     uint64_t arg = 0;  // chunk: the slot; copy: the batch
     bool operator>(const CpuJob& o) const {
@@ -187,6 +189,9 @@ class RankLoop {
   SimulatedDataset Dataset() const;
   uint64_t AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const;
   void SetupCaches(uint64_t ranks, size_t local_tiers);
+  // The nodes' cores and what a directory read costs them (cpu_per_read, read_wait_busy,
+  // host_per_read); after the storage model (models_[0]) is made.
+  void SetupCores();
 
   const std::vector<uint64_t>& Order(uint64_t epoch);
 
@@ -216,7 +221,7 @@ class RankLoop {
   // calibrated work's speed with the node's cores as busy as they are now.
   double SampleCost(const Slot& slot, uint32_t i, double slowdown);
   // The node's CPU work under processor sharing (Node::jobs): `work` seconds of one core.
-  void StartCpu(uint32_t k, double t, double work, bool copy, uint32_t r, uint64_t arg);
+  void StartCpu(uint32_t k, double t, double work, JobKind kind, uint32_t r, uint64_t arg);
   void AdvanceCpu(Node& node, double t) const;
   double CpuRate(const Node& node) const;  // of a core, each job's share now
   void ScheduleCpu(uint32_t k, double t);
@@ -278,6 +283,7 @@ class RankLoop {
   double reader_threads_ = 0;  // a node's I/O threads where reads cost CPU (cpu_per_read), else 0
   std::vector<CpuJob> cpu_done_;  // OnCpuDone's jobs ending at one time (kept: no allocation)
   double cpu_per_read_ = 0;       // a directory's storage.model.cpu_per_read_seconds
+  double host_per_read_ = 0;      // its host_per_read_seconds where the cores are shared, else 0
   double nic_ = 0;  // node.nic for a shared (simulated) storage's reads; 0 = no NIC in the way
   // A cold directory (DirectoryStorage::BeginEpoch): each rank's fetcher starts an epoch only
   // once the last one's reads have come in, then drops the directory from the page cache

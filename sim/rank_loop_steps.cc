@@ -25,6 +25,45 @@ double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) {
   return cost + verify + jpeg + normalize;
 }
 
+void RankLoop::SetupCores() {
+  const ClusterOptions& c = s_.cluster;
+  // A directory's reads are the loader's CPU work as well (calibrate --dir's cpu_per_read):
+  // each read's CPU part, timed alone in its latency, takes longer when the node's cores are
+  // shared by more busy threads than it has.
+  cpu_per_read_ =
+      s_.storage.kind == StorageKind::kDirectory ? s_.storage.model.cpu_per_read_seconds : 0;
+  if (cpu_per_read_ > 0) {
+    const double wait_busy = s_.storage.model.read_wait_busy_seconds;
+    models_[0].model->SetHostDelay([this, wait_busy](uint64_t token) {
+      const uint32_t k = ranks_[static_cast<uint32_t>(token >> 32)].node;
+      // The read's own CPU part shares the cores with the node's jobs: at processor sharing it
+      // takes cpu_per_read × (runnable / cores - 1) longer. Where calibrate measured the read
+      // beside a busy thread on every core (runnable = cores + 1), that measured wait stands
+      // for cpu_per_read / cores: it holds the wait for a core after the completion too.
+      const double runnable = static_cast<double>(nodes_[k].jobs.size()) + 1.0;
+      const double excess = std::max(0.0, runnable - cores_);
+      return wait_busy > 0 ? wait_busy * excess : cpu_per_read_ * excess / cores_;
+    });
+  }
+  const uint32_t cores = node_.cores;
+  cores_ = cores;
+  nodes_.resize(c.nodes);
+  for (Node& node : nodes_) node.free_cores = cores;
+  {
+    const uint32_t G = c.gpus_per_node;
+    const double workers = std::min<double>(cores, static_cast<double>(G) * s_.loader.workers);
+    reader_threads_ = cpu_per_read_ > 0
+                          ? static_cast<double>(G) * std::max<uint32_t>(1, s_.loader.io.io_threads)
+                          : 0;
+    shared_cores_ = workers + (cpu_copy_ ? G : 0) + reader_threads_ > cores;
+  }
+  // What each read costs the other cores is charged where they are shared, as the rest of the
+  // CPU model is: on a node with a core for every thread, each runs alone at full speed.
+  host_per_read_ = shared_cores_ && s_.storage.kind == StorageKind::kDirectory
+                       ? s_.storage.model.host_per_read_seconds
+                       : 0;
+}
+
 double RankLoop::ReaderLoad() const {
   if (cpu_per_read_ <= 0) return 0;
   // This node's share of the reads in flight, each keeping an I/O thread busy for its CPU part
@@ -45,14 +84,14 @@ void RankLoop::AdvanceCpu(Node& node, double t) const {
   node.served_at = t;
 }
 
-void RankLoop::StartCpu(uint32_t k, double t, double work, bool copy, uint32_t r, uint64_t arg) {
+void RankLoop::StartCpu(uint32_t k, double t, double work, JobKind kind, uint32_t r, uint64_t arg) {
   if (!shared_cores_) {  // never more work than cores: each job alone, at full speed
-    Push(t + work, copy ? kCopyDone : kChunkDone, r, arg);
+    if (kind != kHostJob) Push(t + work, kind == kCopyJob ? kCopyDone : kChunkDone, r, arg);
     return;
   }
   Node& node = nodes_[k];
   AdvanceCpu(node, t);
-  node.jobs.push({node.served + work, node.job_seq++, copy, r, arg});
+  node.jobs.push({node.served + work, node.job_seq++, kind, r, arg});
   ScheduleCpu(k, t);
 }
 
@@ -81,9 +120,9 @@ void RankLoop::OnCpuDone(uint32_t k, uint64_t generation, double t) {
   ScheduleCpu(k, t);
   // The handlers start new jobs (StartCpu) but never end one: cpu_done_ stays as it is.
   for (const CpuJob& j : cpu_done_) {
-    if (j.copy) {
+    if (j.kind == kCopyJob) {
       OnCopyDone(j.rank, j.arg, t);
-    } else {
+    } else if (j.kind == kChunkJob) {
       OnChunkDone(j.rank, static_cast<int>(j.arg), t);
     }
   }
@@ -123,7 +162,7 @@ void RankLoop::DispatchWorkers(uint32_t k, double t) {
     worker_busy_ += cost;
     rk.idle_workers--;
     node.free_cores--;
-    StartCpu(k, t, cost, false, r, static_cast<uint64_t>(sl));
+    StartCpu(k, t, cost, kChunkJob, r, static_cast<uint64_t>(sl));
   }
 }
 
@@ -156,7 +195,7 @@ void RankLoop::TryCopy(uint32_t r, double t) {
   const double seconds = bytes / copy_rate_;
   copy_seconds_ += seconds;
   if (cpu_copy_) {  // a memcpy on the host's cores, beside the workers
-    StartCpu(rk.node, t, seconds, true, r, b);
+    StartCpu(rk.node, t, seconds, kCopyJob, r, b);
   } else {  // a GPU's DMA engine
     Push(t + seconds, kCopyDone, r, b);
   }

@@ -45,6 +45,18 @@ struct SimulatedStorageOptions {
   // `calibrate --dir`'s probe). The simulator shares it with the node's other busy threads:
   // on a host whose cores are all taken, a read's CPU part takes longer. 0 = not modelled.
   double cpu_per_read_seconds = 0;
+  // A directory (storage profiles only, `storage: {host_per_read: ...}`): CPU time each read
+  // costs the host's cores beside the reading thread's own (completion interrupts, wake-ups;
+  // on a paravirtualized guest tens of microseconds), which `calibrate --dir` measures as the
+  // work that busy threads on every core lose per read. The simulator runs it on the node's
+  // cores as a piece of work of its own per read. 0 = not modelled.
+  double host_per_read_seconds = 0;
+  // A directory (storage profiles only, `storage: {read_wait_busy: ...}`): how much longer a
+  // read one at a time took beside a busy thread on every core (`calibrate --dir`): the wait
+  // for a core after its completion and what the busy threads cost it. The simulator adds it
+  // per thread more runnable than the node has cores (in place of cpu_per_read's share). 0 =
+  // not measured.
+  double read_wait_busy_seconds = 0;
   struct Faults {  // storage.faults
     double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
     double spike_rate = 0, spike = 0;
