@@ -303,6 +303,38 @@ TEST(Simulator, AColdDirectoryWaitsForTheLastEpochsReadsThenTheEviction) {
   EXPECT_NEAR(evicting - warm, 3 * 0.5, 0.01) << "one eviction before each of the 3 epochs";
 }
 
+// What a directory read costs the host's other cores (storage.host_per_read, measured by
+// calibrate --dir beside a busy thread on every core) is CPU work on the node's cores, which
+// nothing waits for but which the workers share the cores with. Ground truth, by the work
+// the one core must do: 128 reads at once from storage with no latency, 2 ms of worker CPU
+// per sample, so 256 ms of CPU alone and 512 ms with 2 ms more per read.
+TEST(Simulator, WhatAReadCostsTheOtherCoresIsWorkTheCoresDo) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stallscope-simtest-host-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string bytes(100000, 'x');
+  for (int i = 0; i < 64; ++i) std::ofstream(dir / ("f" + std::to_string(100 + i))) << bytes;
+  Scenario s = StorageBound(1, 1, 1e12);
+  s.storage.kind = StorageKind::kDirectory;
+  s.dataset.path = dir.string();
+  s.run.epochs = 2;
+  s.gpu.step_time = 1e-6;
+  s.loader.workers = 1;
+  s.loader.preprocess.cost = 2e-3;
+  s.cluster.node.cores = 1;
+  s.cluster.node.snapshot = 1e15;  // the emulated copy costs nothing
+  Simulator sim;
+  const double alone = sim.RunVariant(s).wall_seconds;
+  s.storage.model.host_per_read_seconds = 2e-3;
+  const double charged = sim.RunVariant(s).wall_seconds;
+  s.cluster.node.cores = 2;  // a core for the worker and one for the copy: nothing shared
+  const double two_cores = sim.RunVariant(s).wall_seconds;
+  std::filesystem::remove_all(dir);
+  EXPECT_NEAR(alone, 0.256, 0.01);
+  EXPECT_NEAR(charged, 0.512, 0.02);
+  EXPECT_NEAR(two_cores, 0.256, 0.01) << "charged only where the cores are shared";
+}
+
 TEST(Simulator, FaultsAreRetriedOrSkippedAsInRealRuns) {
   Scenario s = StorageBound(1, 1, 0);
   s.storage.model.faults.error_rate = 0.02;
