@@ -258,7 +258,10 @@ void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& 
   };
   // Summed over the rounds, as a run's long stretch of reads would average the spells.
   double lost = 0, busy_reads = 0, busy_time = 0, alone_reads = 0, alone_time = 0;
+  const double start = MonotonicSeconds();
   for (int k = 0; k < rounds; ++k) {
+    // A slow directory (a read at a time taking milliseconds) stops after two rounds and 10 s.
+    if (k >= 2 && MonotonicSeconds() - start > 10) break;
     // The probe alone, then a busy thread on every core alone, then the probe beside them: a
     // drift of the host's speed between rounds falls on both sides of each round's difference.
     const Reads alone = read_for({}, {});

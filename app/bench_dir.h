@@ -66,11 +66,11 @@ struct DirectoryFit {
 };
 DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
 
-// `rounds` times, alternated: the probe (`one`: depth 1, one I/O thread) alone, a busy thread
-// on every core alone, and the probe beside them. Sets f.cpu_per_read_busy (the cores' time
-// the busy threads lost while the probe read, per read), f.read_wait_busy (its time per read
-// less the probe's alone), and from them f.model's host_per_read (cpu_per_read_busy less
-// the probe's own cpu_per_read) and read_wait_busy.
+// `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
+// one I/O thread) alone, a busy thread on every core alone, and the probe beside them. Sets
+// f.cpu_per_read_busy (the cores' time the busy threads lost while the probe read, per read),
+// f.read_wait_busy (its time per read less the probe's alone), and from them f.model's
+// host_per_read (cpu_per_read_busy less the probe's own cpu_per_read) and read_wait_busy.
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);
 
