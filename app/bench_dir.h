@@ -64,7 +64,10 @@ struct DirectoryFit {
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
   double read_wait_busy = 0;          // how much longer a read took beside them
 };
-DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
+// `load_rounds`: MeasureReadsUnderLoad's rounds (a test under a throttle that leaves the cores
+// idle, where the measure changes no prediction, may take fewer).
+DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400,
+                                 int load_rounds = 7);
 
 // `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
 // one I/O thread) alone, a busy thread on every core alone, and the probe beside them. Sets

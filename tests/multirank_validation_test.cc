@@ -72,7 +72,7 @@ DiskRead MeasureDiskTier(const TierOptions& tier, const IoOptions& io, uint32_t 
   d.storage.direct_io = true;
   d.io = io;
   d.quiet = true;
-  const DirectoryFit fit = FitDirectoryStorage(d, 200);
+  const DirectoryFit fit = FitDirectoryStorage(d, 200, 2);  // its bandwidth and latency used
   std::printf("disk tier %s: %s, %.2f ms per read (O_DIRECT, depth %u); each of %u node(s) %s\n",
               d.dataset.path.c_str(), FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
               fit.model.latency_p50_seconds * 1e3, d.io.io_depth, nodes,
