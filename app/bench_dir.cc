@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/align.h"
+#include "base/cores.h"
 #include "base/units.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
@@ -191,7 +192,8 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& o, const RankShard&
   return r;
 }
 
-DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files) {
+DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files,
+                                 int load_rounds) {
   DirectoryFit f;
   if (!o.storage.cold) BenchDirectory(o);  // fill the page cache
   f.deep = BenchDirectory(o);
@@ -231,13 +233,13 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   small.read_at_most = kBlockBytes;
   f.small = BenchDirectory(small);
   m.iops = f.small.files_per_second;
-  MeasureReadsUnderLoad(one, RankShard{0, static_cast<uint32_t>(ranks)}, f);
+  MeasureReadsUnderLoad(one, RankShard{0, static_cast<uint32_t>(ranks)}, f, load_rounds);
   return f;
 }
 
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = UsableCores();
   // Each side reads the probe's files again until it has read for kMinSeconds: on a busy host
   // a read at a time runs in spells of a fast and a slow pace (the scheduler's placement of
   // the I/O thread), each tens of milliseconds long, and one pass of the probe sees one.

@@ -162,7 +162,7 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
   info.sample_size = static_cast<uint64_t>(*size);
   info.image_size = o.image_size;
   info.spread = m.spread;
-  info.notes["cores"] = "this host's (std::thread::hardware_concurrency)";
+  info.notes["cores"] = "the cores this process may run on (its affinity mask)";
   info.notes["nic"] = "not measured: a run here reads local or in-process storage";
   info.notes["h2d"] = "not measured: the default (the H200's pinned copy, docs/gpu)";
   if (const auto mem = ReadHostMemory()) {

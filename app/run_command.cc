@@ -19,6 +19,7 @@
 #include "app/resolve.h"
 #include "app/runner.h"
 #include "app/signals.h"
+#include "base/cores.h"
 #include "base/units.h"
 #include "report/report.h"
 #include "storage/checkpoint_store.h"
@@ -89,9 +90,8 @@ void ForRank(Scenario& s, uint32_t rank, uint32_t ranks, uint32_t hosts) {
 // core when it starts 2 or fewer, to a socket beyond): those threads then share the cores,
 // and the run measures the binding. Collective: rank 0 prints one warning for the job.
 void WarnAboutBinding(MpiJob& job, const std::vector<Scenario>& scenarios) {
-  cpu_set_t set;
-  const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  // The host's cores (hardware_concurrency() counts the affinity mask in glibc ≥ 2.36).
+  const auto cores = static_cast<int>(UsableCores());
+  // The host's cores.
   const auto online = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
   uint32_t threads = 0;  // preprocessing workers, I/O threads, the copy and device threads
   for (const Scenario& s : scenarios) {

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "base/cores.h"
 #include "base/errors.h"
 #include "base/start_thread.h"
 #include "base/units.h"
@@ -144,8 +145,7 @@ std::vector<int> Search::EvalMany(const std::vector<Point>& ps, bool unbudgeted)
       j.error = std::current_exception();
     }
   };
-  const size_t threads = std::min<size_t>(
-      jobs.size(), o_.threads ? o_.threads : std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min<size_t>(jobs.size(), o_.threads ? o_.threads : UsableCores());
   if (threads <= 1) {
     for (Job& j : jobs) {
       sim_.ForgetDisks();

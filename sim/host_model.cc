@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/cores.h"
 #include "pipeline/preprocess.h"
 #include "storage/content.h"
 #include "storage/generate.h"
@@ -120,7 +121,7 @@ HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int tria
   HostMeasurement m;
   m.trials = std::max(trials, 1);
   NodeOptions& h = m.node;
-  h.cores = std::max(1u, std::thread::hardware_concurrency());
+  h.cores = UsableCores();
   h.nic = 1e12;
   const uint64_t n = std::clamp<uint64_t>(sample_bytes, 4096, 16 << 20);
   std::vector<std::byte> raw(n), copy(n);

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "base/cores.h"
 #include "base/names.h"
 
 namespace stallscope {
@@ -102,14 +103,12 @@ struct StorageOptions {
 };
 
 // The I/O defaults, chosen for the machine: one I/O thread per core this process may run on
-// (std::thread::hardware_concurrency counts the affinity mask), at most 16, and 16 files in
+// (UsableCores: its affinity mask), at most 16, and 16 files in
 // flight per thread, at least 64 in all. One thread per core because opening and reading a
 // page-cached file is CPU work done in the submitting thread's io_uring (about 2-4 us per
 // 4 KiB file here), so one thread caps the rate near one core's; cold and large files need
 // depth, not threads, and 64 in flight already reaches fio's rate on 1 MiB files (README).
-inline uint32_t DefaultIoThreads() {
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-}
+inline uint32_t DefaultIoThreads() { return std::clamp(UsableCores(), 1u, 16u); }
 inline uint32_t DefaultIoDepth() { return std::max(64u, 16 * DefaultIoThreads()); }
 
 // How a directory is read (the loader's I/O keys).

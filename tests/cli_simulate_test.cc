@@ -4,6 +4,7 @@
 // MLPerf Storage v1.0 results reproduced; bad node input refused naming the file and key.
 #include <fmt/format.h>
 
+#include "base/cores.h"
 #include "tests/cli_util.h"
 
 namespace stallscope::cli {
@@ -55,7 +56,7 @@ TEST_F(Cli, AProfileMeasuredByCalibrateIsTheNodeAndSaysSo) {
   const nlohmann::json node = ReadJson(json)["node"];
   EXPECT_EQ(node["source"].get<std::string>().rfind("profile " + profile + ", 20", 0), 0u)
       << node.dump();
-  EXPECT_EQ(node["cores"], std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(node["cores"], UsableCores());
   // A scenario key over the profile: the value, and the source says so.
   const Result over =
       Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --quiet " + "--node-profile " +

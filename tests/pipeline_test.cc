@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/cores.h"
 #include "pipeline/preprocess.h"
 #include "storage/content.h"
 #include "storage/generate.h"
@@ -332,7 +333,7 @@ TEST(Preprocess, CostIsTheWorkerThreadsCpuTimeWhateverTheCalibration) {
   }
   std::atomic<bool> stop{false};
   std::vector<std::thread> hogs;
-  for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) {
+  for (unsigned c = 0; c < UsableCores(); ++c) {
     hogs.emplace_back([&stop] { CpuBurner::Get().Burn(60, 1, &stop); });
   }
   const double wall0 = MonotonicSeconds();

@@ -19,6 +19,7 @@
 //   ceiling DIR [--mode read|jpeg|memcpy|float|all] [--threads N] [--cold] [--min-side S]
 //               [--repeat R] [--json]
 #include <fcntl.h>
+#include <sched.h>
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -100,7 +101,13 @@ Options Parse(int argc, char** argv) {
       o.mode != "all") {
     Usage("--mode " + o.mode + ": one of read, jpeg, memcpy, float, all");
   }
-  if (o.threads == 0) o.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (o.threads == 0) {  // the cores this process may run on (taskset), as stallscope counts them
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    o.threads = sched_getaffinity(0, sizeof set, &set) == 0
+                    ? static_cast<unsigned>(std::max(1, CPU_COUNT(&set)))
+                    : std::max(1u, std::thread::hardware_concurrency());
+  }
   return o;
 }
 
