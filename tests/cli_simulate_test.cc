@@ -240,7 +240,8 @@ TEST_F(Cli, ADirectoryIsSimulatedFromItsMeasuredStorageProfile) {
   const Result cal = Stallscope("calibrate --dir " + data + " --io-depth 8 -o " + measured);
   ASSERT_EQ(cal.code, 0) << cal.err;
   const std::string text = Slurp(measured);
-  for (const char* key : {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8"}) {
+  for (const char* key : {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8",
+                          "cpu_per_read:", "host_per_read:", "read_wait_busy:"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
   }
   const std::string s = Write("dir.yaml", fmt::format(R"(name: dir
@@ -268,6 +269,25 @@ storage: {bandwidth: 10MB/s, latency: {p50: 1us, p99: 1us}}
       0);
   const double want = 1 - 1e-3 / (10 * 16384 / 10e6);
   EXPECT_NEAR(ReadJson(json)["variants"][0]["gpu_idle_fraction"].get<double>(), want, 0.02);
+  // What a read costs a busy host (host_per_read) is work on the node's cores where they are
+  // shared: one core for a worker, the emulated copy and the reads. 5 ms of worker CPU per
+  // sample and 5 ms per read: the run takes twice as long as with host_per_read 0 (the
+  // simulator's test checks the closed form; here, that the profile's key reaches it).
+  const auto wall_with = [&](const char* host) {
+    const std::string p =
+        Write("busy.yaml", fmt::format(R"(profile: {{date: 2026-12-06, cold: false}}
+storage: {{bandwidth: 10GB/s, latency: {{p50: 1us, p99: 1us}}, cpu_per_read: 1us, host_per_read: {}}}
+)",
+                                       host));
+    EXPECT_EQ(Stallscope("simulate " + s + " --quiet --set storage.profile=" + p +
+                         " --set cluster.node.cores=1 --set 'loader.preprocess={kind: none, cost: "
+                         "5ms}' --json " +
+                         json)
+                  .code,
+              0);
+    return ReadJson(json)["variants"][0]["wall_seconds"].get<double>();
+  };
+  EXPECT_NEAR(wall_with("5ms") / wall_with("0us"), 2.0, 0.1);
   // Known IOPS: 1,000 reads/s under the same loader (10 files per 1 ms step) are 10 ms of reads
   // per step, whatever the bandwidth: idle 1 − 1 ms / 10 ms = 90%. The measured profile holds
   // an iops (every file's first 4 KiB read at its depth; checked against a throttle in

@@ -136,8 +136,9 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co) {
   calibrate->add_flag("--quiet", co.quiet, "Print nothing but the profile");
   calibrate->add_option("--dir", co.dir,
                         "Measure this dataset directory's storage instead (bandwidth from every "
-                        "file at --io-depth, latency from files read one at a time): a storage "
-                        "profile for a directory scenario's storage.profile");
+                        "file at --io-depth, latency from files read one at a time, and what a "
+                        "read costs with a busy thread on every core): a storage profile for a "
+                        "directory scenario's storage.profile");
   calibrate->add_flag("--cold", co.cold,
                       "With --dir: evict the files from the page cache before each read (as "
                       "storage.cold: true)");
