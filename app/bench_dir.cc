@@ -292,11 +292,11 @@ void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& 
   }
   if (busy_reads > 0 && alone_reads > 0) {
     f.cpu_per_read_busy = lost / busy_reads;
-    f.read_wait_busy = std::max(0.0, busy_time / busy_reads - alone_time / alone_reads);
+    f.model.read_wait_busy_seconds =
+        std::max(0.0, busy_time / busy_reads - alone_time / alone_reads);
   }
   SimulatedStorageOptions& m = f.model;
   m.host_per_read_seconds = std::max(0.0, f.cpu_per_read_busy - m.cpu_per_read_seconds);
-  m.read_wait_busy_seconds = f.read_wait_busy;
 }
 
 BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients) {

@@ -62,7 +62,6 @@ struct DirectoryFit {
   SimulatedStorageOptions model;
   BenchDirResult deep, probe, small;  // the three timed reads
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
-  double read_wait_busy = 0;          // how much longer a read took beside them
 };
 // `load_rounds`: MeasureReadsUnderLoad's rounds (a test under a throttle that leaves the cores
 // idle, where the measure changes no prediction, may take fewer).
@@ -72,8 +71,8 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
 // `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
 // one I/O thread) alone, a busy thread on every core alone, and the probe beside them. Sets
 // f.cpu_per_read_busy (the cores' time the busy threads lost while the probe read, per read),
-// f.read_wait_busy (its time per read less the probe's alone), and from them f.model's
-// host_per_read (cpu_per_read_busy less the probe's own cpu_per_read) and read_wait_busy.
+// f.model's read_wait_busy (its time per read less the probe's alone) and host_per_read
+// (cpu_per_read_busy less the probe's own cpu_per_read).
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);
 

@@ -114,7 +114,8 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
         FormatDuration(fit.model.latency_p99_seconds).c_str(),
         FormatDuration(fit.probe.latency_p50).c_str(),
         FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
-        FormatDuration(fit.read_wait_busy).c_str(), FormatDuration(fit.cpu_per_read_busy).c_str(),
+        FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
+        FormatDuration(fit.cpu_per_read_busy).c_str(),
         FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(), o.output.c_str());
   }
   return 0;
