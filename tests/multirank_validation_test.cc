@@ -72,7 +72,8 @@ DiskRead MeasureDiskTier(const TierOptions& tier, const IoOptions& io, uint32_t 
   d.storage.direct_io = true;
   d.io = io;
   d.quiet = true;
-  const DirectoryFit fit = FitDirectoryStorage(d, 200, 2);  // its bandwidth and latency used
+  // Its bandwidth and latency used, not the busy-host measure's keys: no load rounds.
+  const DirectoryFit fit = FitDirectoryStorage(d, 200, 0);
   std::printf("disk tier %s: %s, %.2f ms per read (O_DIRECT, depth %u); each of %u node(s) %s\n",
               d.dataset.path.c_str(), FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
               fit.model.latency_p50_seconds * 1e3, d.io.io_depth, nodes,
@@ -111,7 +112,10 @@ class MultiRankValidation : public Cli {
     const ScenarioFile scenarios = ScenarioFile::Load(file);
     const Scenario base = scenarios.Resolve(scenarios.variant_names()[0], overrides);
     const auto measure = [&] {
-      return MeasureHost(base.dataset.sample_size, base.loader.preprocess.image_size, 3).node;
+      // Sanitized builds compare nothing: one trial, measured once.
+      return MeasureHost(base.dataset.sample_size, base.loader.preprocess.image_size,
+                         kCompare ? 3 : 1)
+          .node;
     };
     const NodeOptions before = measure();
     const std::string json = (dir_.path() / "real.json").string();
@@ -120,7 +124,7 @@ class MultiRankValidation : public Cli {
     taken_ = watch.Stop();
     EXPECT_EQ(r.code, 0) << r.err;
     if (r.code != 0) return;
-    NodeOptions node = MeanNode(before, measure());
+    NodeOptions node = kCompare ? MeanNode(before, measure()) : before;
     node.cores = std::max<uint32_t>(1, before.cores / layout.nodes);  // the host, split
     // The disk tier's reads: this host's disk, measured on what the run left in rank 0's tier
     // (O_DIRECT, the loader's depth), and split like the cores. Unmeasured, the simulator
