@@ -4,13 +4,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/resolve.h"
 #include "app/runner.h"
+#include "base/cores.h"
 #include "base/errors.h"
+#include "base/median.h"
 #include "base/units.h"
 #include "gpu/emulated_device.h"
 #include "sim/advise.h"
@@ -69,6 +72,71 @@ double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoi
   return RunVariant(s, *storage, device, RunHooks{.quiet = true}).gpu_idle_fraction;
 }
 
+// --verify: the current point and the best-ranked change a run on this host can make (more
+// cores than it has, a faster disk under a directory, a faster NIC it cannot), each run `runs`
+// times, alternated, the median compared with the prediction: one real run of a disk-bound
+// variant scatters by several points on a busy host.
+nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Scenario& base,
+                      const AdviseResult& r, uint32_t runs, bool quiet) {
+  std::fflush(stdout);  // the advice above before the runs' progress on stderr
+  const AdvisePoint* top = nullptr;
+  size_t rank = 0;
+  nlohmann::json passed = nlohmann::json::array();
+  for (size_t k = 0; k < r.ranked.size() && !top; ++k) {
+    const AdvisePoint& p = r.points[r.ranked[k]];
+    const std::string why = WhyNotRunnableHere(base, p, UsableCores());
+    if (why.empty()) {
+      top = &p;
+      rank = k + 1;
+    } else {
+      passed.push_back({{"rank", k + 1}, {"sets", PointSetText(p)}, {"why", why}});
+    }
+  }
+  std::vector<double> now_runs, top_runs;
+  const uint32_t total = runs * (top ? 2 : 1);
+  for (uint32_t k = 0; k < runs; ++k) {
+    if (!quiet) {
+      std::fprintf(stderr, "verify: real run %u of %u (current)\n", k * (top ? 2 : 1) + 1, total);
+    }
+    now_runs.push_back(Measure(file, o, r.current));
+    if (!top) continue;
+    if (!quiet)
+      std::fprintf(stderr, "verify: real run %u of %u (change %zu)\n", 2 * k + 2, total, rank);
+    top_runs.push_back(Measure(file, o, *top));
+  }
+  const auto line = [](const char* what, double predicted, const std::vector<double>& v) {
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const double med = Median(v);
+    std::printf("\n  %s: predicted %s, measured %s", what, Pct(predicted).c_str(),
+                Pct(med).c_str());
+    if (v.size() > 1) {
+      std::printf(" (median of %zu runs, %s–%s)", v.size(), Pct(*lo).c_str(), Pct(*hi).c_str());
+    }
+    std::printf(", %+.1f pp", (predicted - med) * 100);
+    return nlohmann::json{{"predicted", predicted}, {"measured", med}, {"runs", v}};
+  };
+  std::fflush(stdout);
+  std::printf("\nverify (real runs on this host, emulated device, %u of each%s):", runs,
+              top && runs > 1 ? ", alternated" : "");
+  for (const nlohmann::json& p : passed) {
+    std::printf("\n  change %zu (%s): not run, %s", p["rank"].get<size_t>(),
+                p["sets"].get<std::string>().c_str(), p["why"].get<std::string>().c_str());
+  }
+  nlohmann::json out = {{"runs_each", runs},
+                        {"current", line("current", r.current.idle, now_runs)},
+                        {"not_run", passed}};
+  if (top) {
+    const std::string what = fmt::format("change {} ({})", rank, PointSetText(*top));
+    out["top"] = line(what.c_str(), top->idle, top_runs);
+    out["top"]["rank"] = rank;
+    out["top"]["sets"] = PointSetText(*top);
+  } else if (!r.ranked.empty()) {
+    std::printf("\n  no change that reaches the target can run on this host");
+  }
+  std::printf("\n");
+  return out;
+}
+
 // --cluster-size: how many accelerators the storage keeps at the target AU (nodes doubled,
 // then bisected, as `simulate --max-accelerators`), as configured and with the top change.
 nlohmann::json ClusterSize(const ScenarioFile& file, const AdviseOptions& o, const Scenario& base,
@@ -113,6 +181,9 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   if (!(given > 0 && given < 1)) {
     throw BadInput(
         fmt::format("advise: {} {} is outside (0, 1)", c.idle ? "--idle" : "--au", given));
+  }
+  if (c.verify_runs < 1 || c.verify_runs > 20) {
+    throw BadInput(fmt::format("advise: --verify-runs {} is outside 1 to 20", c.verify_runs));
   }
   const ScenarioFile file = ScenarioFile::Load(c.scenario);
   AdviseOptions o;
@@ -164,21 +235,8 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   const AdvisePoint* top = r.ranked.empty() ? nullptr : &r.points[r.ranked.front()];
   const nlohmann::json cluster_size =
       c.cluster_size ? ClusterSize(file, o, base, top) : nlohmann::json();
-  nlohmann::json verify;
-  if (c.verify) {
-    const double real_now = Measure(file, o, now);
-    std::fflush(stdout);
-    std::printf("\nverify (real runs, emulated device): current predicted %s, measured %s",
-                Pct(now.idle).c_str(), Pct(real_now).c_str());
-    verify = {{"current", {{"predicted", now.idle}, {"measured", real_now}}}};
-    if (top) {
-      const double real_top = Measure(file, o, *top);
-      std::printf("; top change predicted %s, measured %s", Pct(top->idle).c_str(),
-                  Pct(real_top).c_str());
-      verify["top"] = {{"predicted", top->idle}, {"measured", real_top}};
-    }
-    std::printf("\n");
-  }
+  const nlohmann::json verify =
+      c.verify ? Verify(file, o, base, r, c.verify_runs, c.quiet) : nlohmann::json();
   if (!c.write.empty() && top) {
     std::vector<Override> sets = o.sets;
     for (Override& x : PointSets(*top)) sets.push_back(std::move(x));

@@ -21,6 +21,7 @@ struct AdviseCommandOptions {
   uint32_t max_simulations = 0;    // 0: 10% of the space, at least 20
   uint32_t top = 5;                // changes printed
   bool verify = false;             // run the current scenario and the top change for real
+  uint32_t verify_runs = 3;        // real runs of each, alternated; the median compared
   bool cluster_size = false;       // how many accelerators reach the target, now and fixed
   std::string write;               // the top change as a scenario file
   std::string json;

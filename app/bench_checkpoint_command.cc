@@ -19,6 +19,7 @@
 #include "app/errors.h"
 #include "app/mpi_job.h"
 #include "app/outputs.h"
+#include "base/median.h"
 #include "base/units.h"
 
 namespace stallscope {
@@ -228,11 +229,6 @@ void PrintRun(const CheckpointBenchRun& run, uint32_t index, const BenchSetup& s
            spread);
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 double Mean(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;

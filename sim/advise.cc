@@ -402,6 +402,21 @@ std::string PointSetText(const AdvisePoint& p) {
   return text;
 }
 
+std::string WhyNotRunnableHere(const Scenario& base, const AdvisePoint& p, unsigned usable_cores) {
+  std::string why;
+  const auto add = [&](const std::string& reason) { why += (why.empty() ? "" : "; ") + reason; };
+  for (const AdviseChange& c : p.changes) {
+    if (c.key == "cluster.node.cores" && std::stoul(c.value) > usable_cores) {
+      add(fmt::format("it needs {} cores and a run here gets {}", c.value, usable_cores));
+    } else if (c.key == "storage.bandwidth" && base.storage.kind == StorageKind::kDirectory) {
+      add("it needs a faster disk than the directory's");
+    } else if (c.key == "cluster.node.nic") {
+      add("it needs a faster NIC, and a run here is one rank");
+    }
+  }
+  return why;
+}
+
 bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b) {
   if (a.priced && b.priced && std::abs(a.cost_per_day - b.cost_per_day) > 1e-9) {
     return a.cost_per_day < b.cost_per_day;

@@ -99,6 +99,11 @@ AdviseResult AdviseGridCheapestFirst(const ScenarioFile& file, const AdviseOptio
 std::vector<Override> PointSets(const AdvisePoint& p);
 std::string PointSetText(const AdvisePoint& p);  // "loader.prefetch=8 checkpoint.mode=async"
 
+// Why a real run on this host (`advise --verify`: one rank, `usable_cores` cores) cannot make the
+// point's changes of `base`, empty where it can: more cores than the run gets, a faster disk
+// under a real directory (the disk is what it is), a faster NIC (one rank uses none).
+std::string WhyNotRunnableHere(const Scenario& base, const AdvisePoint& p, unsigned usable_cores);
+
 // Ranks a's and b's cost: money where priced, else size; then idle.
 bool CheaperPoint(const AdvisePoint& a, const AdvisePoint& b);
 

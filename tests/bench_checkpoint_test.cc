@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/median.h"
 #include "tests/cli_util.h"
 #include "tests/mpirun.h"
 
@@ -32,12 +33,6 @@ bool EmptyOrGone(const std::string& dir) {
 bool PageCacheIsTheStorage(const std::string& dir) {
   struct statfs st;
   return statfs(dir.c_str(), &st) == 0 && (st.f_type == 0x01021994 || st.f_type == 0x858458f6);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 TEST_F(Cli, BenchCheckpointWritesEveryRanksShareReadsItBackAndRemovesTheFiles) {

@@ -214,6 +214,57 @@ TEST_F(Cli, AdviseClusterSizeFindsThePublishedAcceleratorCount) {
   EXPECT_GE(size["top"]["accelerators"].get<uint64_t>(), 36u) << hard.out;
 }
 
+// --verify runs the current point and the best-ranked change this host can run, each
+// --verify-runs times, and compares the median. Ground truth the test sets: on bursty storage
+// with no prefetch (prefetch_sweep's prefetch-0, 78% idle), prefetch is the fix, and the real
+// runs of it idle far less than those of the current point; on a CPU-bound job with every core
+// taken twice over, only more cores reach the target, which a run here cannot have: named, not
+// run.
+TEST_F(Cli, AdviseVerifyRunsWhatThisHostCanRunAndComparesTheMedian) {
+  const std::string json = (dir_.path() / "verify.json").string();
+  const Result r = Stallscope("advise " + kScenarios +
+                              "/prefetch_sweep.yaml --variant prefetch-0 --au 0.9 --knob prefetch "
+                              "--verify --verify-runs 2 --quiet --json " +
+                              json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json v = ReadJson(json)["verify"];
+  ASSERT_TRUE(v.contains("top")) << r.out;
+  EXPECT_EQ(v["runs_each"], 2);
+  for (const char* side : {"current", "top"}) {
+    ASSERT_EQ(v[side]["runs"].size(), 2u) << r.out;
+    const double a = v[side]["runs"][0], b = v[side]["runs"][1];
+    EXPECT_DOUBLE_EQ(v[side]["measured"].get<double>(), (a + b) / 2) << r.out;
+  }
+  EXPECT_GT(v["current"]["measured"].get<double>(), 0.5) << r.out;
+  EXPECT_LT(v["top"]["measured"].get<double>(), v["current"]["measured"].get<double>() - 0.3)
+      << r.out;
+  EXPECT_EQ(v["top"]["sets"].get<std::string>().rfind("loader.prefetch=", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("median of 2 runs"), std::string::npos) << r.out;
+
+  // 2 ms of CPU a sample on twice as many workers as this host's cores, the node as this host,
+  // and a GPU that wants 4/3 of what the cores preprocess: only twice the cores reach AU 0.9.
+  const unsigned cores = UsableCores();
+  const Result cpu = Stallscope(fmt::format(
+      "advise {}/workers_sweep.yaml --variant workers-1 --au 0.9 --knob cores --knob prefetch "
+      "--set loader.workers={} --set cluster.node.cores={} --set gpu.step_time={:.6f}s "
+      "--set run.max_steps=20 --verify --verify-runs 1 --quiet --json {}",
+      kScenarios, 2 * cores, cores, 0.024 / cores, json));
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  const nlohmann::json doc = ReadJson(json);
+  ASSERT_FALSE(doc["ranked"].empty()) << cpu.out;
+  const nlohmann::json w = doc["verify"];
+  EXPECT_FALSE(w.contains("top")) << cpu.out;
+  ASSERT_EQ(w["not_run"].size(), doc["ranked"].size()) << cpu.out;
+  EXPECT_NE(
+      w["not_run"][0]["why"].get<std::string>().find(fmt::format("and a run here gets {}", cores)),
+      std::string::npos)
+      << cpu.out;
+  EXPECT_EQ(w["current"]["runs"].size(), 1u);
+  EXPECT_NE(cpu.out.find("no change that reaches the target can run on this host"),
+            std::string::npos)
+      << cpu.out;
+}
+
 TEST_F(Cli, AdviseBadInputIsRefused) {
   const std::string s = kScenarios + "/cold_vs_cached.yaml";
   ExpectBadInput(Stallscope("advise " + s + " --au 1.2"), "--au 1.2 is outside (0, 1)");
@@ -223,6 +274,8 @@ TEST_F(Cli, AdviseBadInputIsRefused) {
   ExpectBadInput(Stallscope("advise " + s + " --au 0.9 --set cost.ram_gib_day=-3"),
                  "cost.ram_gib_day: must be");
   ExpectBadInput(Stallscope("advise " + s), "give the target as --au A or --idle I");
+  ExpectBadInput(Stallscope("advise " + s + " --au 0.9 --verify --verify-runs 0"),
+                 "--verify-runs 0 is outside 1 to 20");
 }
 
 }  // namespace

@@ -219,8 +219,14 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
                 "simulate --max-accelerators) that keeps the target AU, as configured and "
                 "with the top change");
   cmd->add_flag("--verify", ao.verify,
-                "Run the current scenario and the top change for real on this host (emulated "
-                "device, one rank) and print predicted against measured idle");
+                "Run the current scenario and the best-ranked change this host can run (not "
+                "one that needs more cores than it has, a faster disk under a directory or a "
+                "faster NIC: those are named and passed over) for real on this host (emulated "
+                "device, one rank), and print predicted against measured idle");
+  cmd->add_option("--verify-runs", ao.verify_runs,
+                  "Real runs of each under --verify, alternated; the median is compared (one "
+                  "run of a disk-bound variant can scatter by several points)")
+      ->capture_default_str();
   cmd->add_option("--write", ao.write, "Write the scenario with the top change to this file");
   cmd->add_option("--json", ao.json, "Write every simulated candidate to this file");
   cmd->add_flag("--quiet", ao.quiet, "Nothing on stderr");
