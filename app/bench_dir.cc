@@ -206,6 +206,27 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   if (f.deep.bytes_per_second <= 0 || f.probe.latencies.empty()) {
     throw StorageError(o.dataset.path + ": no file could be read to measure the storage");
   }
+  // The pass over every file reads at the scenario's depth, never slower than the probe's reads
+  // one at a time would: a pass that took over twice as long as the probe's mean read time per
+  // file met something else on the disk or the host (on this VM, 2026-12-06: 1,678 files/s
+  // against 10,500-11,000 in three passes right after, the probe's reads 83 us each). It is
+  // measured again, up to twice, and the last pass kept.
+  const auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  for (int again = 0; again < 2; ++again) {
+    const double expected = 1 / mean(f.probe.latencies);  // files/s one at a time
+    if (f.deep.files_per_second >= 0.5 * expected) break;
+    if (!o.quiet) {
+      std::fprintf(stderr,
+                   "  the pass over every file read %.0f files/s, where one at a time reads %.0f: "
+                   "disturbed, measured again\n",
+                   f.deep.files_per_second, expected);
+    }
+    f.deep = BenchDirectory(o);
+  }
   SimulatedStorageOptions& m = f.model;
   m.bandwidth_bytes_per_second = f.deep.bytes_per_second;
   // The probe's own times are the latency: the model's bandwidth bucket (at least one largest

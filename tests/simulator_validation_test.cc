@@ -336,6 +336,37 @@ TEST(SimulatorValidation, DirectoryStorageThrottledToReadsPerSecond) {
   Validate(c, SharedSimulator());
 }
 
+// A fit whose pass over every file meets a disturbance (here the test's throttle, 20 MB/s,
+// lifted a second into the pass) measures that pass again: the fitted bandwidth is the
+// undisturbed disk's, within a factor of 3 of a pass the test makes itself afterwards, not the
+// throttled one's (about 40 MB/s for these 45 MB).
+TEST(SimulatorValidation, AFitMeasuresADisturbedPassAgain) {
+  testing::ScratchDir dir("simval-disturbed");
+  GenerateOptions g;
+  g.dir = (dir.path() / "d").string();
+  g.samples = 400;
+  g.size_mean = 112 * 1024;
+  GenerateDataset(g);
+  sync();
+  DirectoryStorageOptions o{.dataset = {.path = g.dir}, .quiet = true};
+  o.storage.kind = StorageKind::kDirectory;
+  o.storage.cold = o.storage.direct_io = true;
+  o.io.io_depth = 1;
+  std::optional<testing::IoThrottle> throttle(std::in_place, g.dir, 20'000'000);
+  if (!throttle->ok()) GTEST_SKIP() << "no disk throttle here: " << throttle->why();
+  std::thread lift([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    throttle.reset();
+  });
+  const DirectoryFit fit = FitDirectoryStorage(o, 200, 0);
+  lift.join();
+  const double undisturbed = BenchDirectory(o).bytes_per_second;
+  std::printf("fitted %.1f MB/s; a pass after it %.1f MB/s\n",
+              fit.model.bandwidth_bytes_per_second / 1e6, undisturbed / 1e6);
+  EXPECT_GT(fit.model.bandwidth_bytes_per_second, undisturbed / 3);
+  EXPECT_LT(fit.model.bandwidth_bytes_per_second, undisturbed * 3);
+}
+
 TEST(SimulatorValidation, SweepsOverBandwidthPrefetchAndWorkers) {
   // Only new numbers for code EveryShippedScenario already runs: compared in normal builds.
   if (!kCompare) GTEST_SKIP() << "a comparison only (sanitized build)";
