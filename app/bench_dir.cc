@@ -196,7 +196,22 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
                                  int load_rounds) {
   DirectoryFit f;
   if (!o.storage.cold) BenchDirectory(o);  // fill the page cache
-  f.deep = BenchDirectory(o);
+  // The pass over every file: where it took under a second, 3 passes and the median one by
+  // files/s kept. One pass of a small directory lasts a fraction of a second, and a cloud
+  // disk's pace moves by a fifth from one such stretch to the next (an H100 host, 2026-12-06:
+  // 9,198 and 13,206 files/s a minute apart at depth 1, the loader itself 11,000).
+  {
+    std::vector<BenchDirResult> passes{BenchDirectory(o)};
+    if (passes[0].seconds + passes[0].evict_seconds < 1) {
+      passes.push_back(BenchDirectory(o));
+      passes.push_back(BenchDirectory(o));
+    }
+    std::sort(passes.begin(), passes.end(), [](const BenchDirResult& a, const BenchDirResult& b) {
+      return a.files_per_second < b.files_per_second;
+    });
+    for (const BenchDirResult& b : passes) f.passes.push_back(b.files_per_second);
+    f.deep = std::move(passes[passes.size() / 2]);
+  }
   DirectoryStorageOptions one = o;
   one.io.io_depth = 1;
   one.io.io_threads = 1;
@@ -226,6 +241,7 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
                    f.deep.files_per_second, expected);
     }
     f.deep = BenchDirectory(o);
+    f.passes.push_back(f.deep.files_per_second);
   }
   SimulatedStorageOptions& m = f.model;
   m.bandwidth_bytes_per_second = f.deep.bytes_per_second;

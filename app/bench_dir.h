@@ -62,6 +62,7 @@ struct DirectoryFit {
   SimulatedStorageOptions model;
   BenchDirResult deep, probe, small;  // the three timed reads
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
+  std::vector<double> passes;         // files/s of each pass over every file, the kept one deep
 };
 // `load_rounds`: MeasureReadsUnderLoad's rounds (a test under a throttle that leaves the cores
 // idle, where the measure changes no prediction, may take fewer).

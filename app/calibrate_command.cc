@@ -22,6 +22,14 @@ namespace stallscope {
 
 namespace {
 
+// The passes over every file, where there were several: "; passes 9,120, 11,020, 11,380 files/s".
+std::string PassesText(const std::vector<double>& passes) {
+  if (passes.size() < 2) return "";
+  std::string s = "; the median of passes at";
+  for (size_t i = 0; i < passes.size(); ++i) s += fmt::format("{} {:.0f}", i ? "," : "", passes[i]);
+  return s + " files/s";
+}
+
 // Where the profile goes: -o's file, written under a temporary name opened before measuring
 // (a bad path is bad input before a minute of work) and renamed over it at the end, so a
 // failed calibration leaves an earlier profile as it was; stdout without -o.
@@ -83,7 +91,8 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   if (!o.quiet) {
     std::fprintf(
         stderr,
-        "measuring %s (%s%s): every file at io_depth %u, some one at a time, then every file's "
+        "measuring %s (%s%s): every file at io_depth %u (3 times where once takes under a "
+        "second), some one at a time, then every file's "
         "first 4 KiB at io_depth %u, then some one at a time beside a busy thread on every core "
         "(a few seconds)\n",
         o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth,
@@ -103,20 +112,21 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   info.bytes = fit.deep.bytes;
   out.Write(StorageProfileYaml(fit.model, info));
   if (out.to_file() && !o.quiet) {
-    std::fprintf(
-        stderr,
-        "  bandwidth %s (%.0f files/s at io_depth %u); latency p50 %s p99 %s (one at a "
-        "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  beside a busy "
-        "thread on every core: a read took %s longer and cost the cores %s (its own "
-        "%s)\nwrote %s (storage: {profile: %s})\n",
-        FormatRate(fit.model.bandwidth_bytes_per_second).c_str(), fit.deep.files_per_second,
-        o.io_depth, FormatDuration(fit.model.latency_p50_seconds).c_str(),
-        FormatDuration(fit.model.latency_p99_seconds).c_str(),
-        FormatDuration(fit.probe.latency_p50).c_str(),
-        FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
-        FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
-        FormatDuration(fit.cpu_per_read_busy).c_str(),
-        FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(), o.output.c_str());
+    std::fprintf(stderr,
+                 "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (one at a "
+                 "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  beside a busy "
+                 "thread on every core: a read took %s longer and cost the cores %s (its own "
+                 "%s)\nwrote %s (storage: {profile: %s})\n",
+                 FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
+                 fit.deep.files_per_second, o.io_depth, PassesText(fit.passes).c_str(),
+                 FormatDuration(fit.model.latency_p50_seconds).c_str(),
+                 FormatDuration(fit.model.latency_p99_seconds).c_str(),
+                 FormatDuration(fit.probe.latency_p50).c_str(),
+                 FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
+                 FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
+                 FormatDuration(fit.cpu_per_read_busy).c_str(),
+                 FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(),
+                 o.output.c_str());
   }
   return 0;
 }
