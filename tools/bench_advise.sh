@@ -3,9 +3,10 @@
 # Issue #18's speed goal: a full `stallscope advise S.yaml --au 0.95` on every shipped scenario
 # (its first variant, as a user runs it; --every-variant: each variant) on this machine.
 # Prints one row per scenario (seconds, simulations, space) and the total, with the host it
-# ran on. --verify adds advise's --verify (the current scenario and the top change run for
-# real, emulated device, one rank: variants of one node and one GPU) and prints predicted
-# against measured idle; the seconds then include the real runs. real_directory.yaml reads a directory: one is generated under a temporary folder
+# ran on. --verify adds advise's --verify (the current scenario and the best-ranked change this
+# host can make, each run for real 3 times alternated, emulated device, one rank: variants of
+# one node and one GPU) and prints predicted against the median measured idle (the change's
+# rank where a better one could not run here); the seconds then include the real runs. real_directory.yaml reads a directory: one is generated under a temporary folder
 # (the simulator reads only its file sizes).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
@@ -58,7 +59,10 @@ pct = lambda x: f'{x * 100:.1f}'
 text = '-'
 if v:
     text = pct(v['current']['predicted']) + '/' + pct(v['current']['measured'])
-    if 'top' in v: text += ', ' + pct(v['top']['predicted']) + '/' + pct(v['top']['measured'])
+    if 'top' in v:
+        text += ', ' + ('' if v['top']['rank'] == 1 else '#%d:' % v['top']['rank'])
+        text += pct(v['top']['predicted']) + '/' + pct(v['top']['measured'])
+    elif v.get('not_run'): text += ', top:not-runnable-here'
 print(d.get('variant', '-'), d.get('simulations', '?'), d.get('space', '?'), text.replace(' ', ''))")
     printf '%-24s %-20s %8.2f %12s %8s' "$name" "${v:-$variant}" "$secs" "$sims" "$space"
     [ $VERIFY = 1 ] && printf '  %s' "$verify"
