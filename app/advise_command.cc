@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "app/bench_dir.h"
 #include "app/resolve.h"
 #include "app/runner.h"
 #include "base/cores.h"
@@ -70,6 +72,36 @@ double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoi
   auto storage = MakeStorage(s, true);
   EmulatedDevice device(s.gpu.step_time);
   return RunVariant(s, *storage, device, RunHooks{.quiet = true}).gpu_idle_fraction;
+}
+
+// A directory scenario without storage.profile: the simulator would read it as storage without
+// limits, and every answer would be "nothing to fix". The directory is measured here now, as
+// `calibrate --dir` measures it, read as the scenario reads it, and the profile written to the
+// temporary folder, named under every point (and in --write's scenario), and printed.
+std::string MeasureDirectory(const Scenario& s, const std::string& variant) {
+  const DirectoryStorageOptions d{
+      .dataset = s.dataset, .storage = s.storage, .io = s.loader.io, .quiet = true};
+  std::printf(
+      "%s has no storage.profile: measuring it as `stallscope calibrate --dir` does "
+      "(%s%s, io_depth %u, a few seconds)\n",
+      s.dataset.path.c_str(), s.storage.cold ? "cold" : "page-cached",
+      s.storage.direct_io ? ", O_DIRECT" : "", s.loader.io.io_depth);
+  std::fflush(stdout);
+  const DirectoryFit fit = FitDirectoryStorage(d);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("stallscope-{}-{}-storage.yaml", s.name, variant))
+                               .string();
+  std::ofstream out(path);
+  out << DirectoryProfileYaml(d, fit);
+  if (!out) throw RunFailed(path + ": cannot write the storage profile");
+  std::printf(
+      "  bandwidth %s, latency p50 %s p99 %s, iops %.0f; wrote %s (--set "
+      "storage.profile=%s reuses it)\n",
+      FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
+      FormatDuration(fit.model.latency_p50_seconds).c_str(),
+      FormatDuration(fit.model.latency_p99_seconds).c_str(), fit.model.iops, path.c_str(),
+      path.c_str());
+  return path;
 }
 
 // --verify: the current point and the best-ranked change a run on this host can make (more
@@ -192,8 +224,20 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   o.target_idle = target;
   o.knobs = c.knobs;
   o.max_simulations = c.max_simulations;
-  const Scenario base = file.Resolve(o.variant, o.sets);  // a bad variant or key: exit 2 here
+  Scenario base = file.Resolve(o.variant, o.sets);  // a bad variant or key: exit 2 here
   CheckSimulatable(base);
+  if (base.storage.kind == StorageKind::kDirectory && base.storage.model_source.empty()) {
+    o.sets.push_back(ParseSetArgument("storage.profile=" + MeasureDirectory(base, o.variant)));
+    base = file.Resolve(o.variant, o.sets);
+  }
+  if (c.verify && base.cluster.node.source == "scenario" &&
+      base.cluster.node.cores != UsableCores()) {
+    std::printf(
+        "note: the node is the scenario's (%u cores), not this host's (%u), which --verify "
+        "runs on: `stallscope calibrate -o node.yaml` and --set cluster.node.profile=node.yaml "
+        "predict for this host\n",
+        base.cluster.node.cores, UsableCores());
+  }
   if (c.verify && base.cluster.nodes * base.cluster.gpus_per_node != 1) {
     throw BadInput("advise --verify: runs one rank on this host; the scenario's cluster has " +
                    std::to_string(base.cluster.nodes * base.cluster.gpus_per_node));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,8 +17,10 @@
 #include "base/align.h"
 #include "base/cores.h"
 #include "base/units.h"
+#include "config/node_profile.h"
 #include "pipeline/analysis.h"
 #include "pipeline/device.h"
+#include "sim/host_model.h"
 #include "storage/directory_storage.h"
 
 namespace stallscope {
@@ -272,6 +275,21 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   m.iops = f.small.files_per_second;
   MeasureReadsUnderLoad(one, RankShard{0, static_cast<uint32_t>(ranks)}, f, load_rounds);
   return f;
+}
+
+std::string DirectoryProfileYaml(const DirectoryStorageOptions& d, const DirectoryFit& fit) {
+  StorageProfileInfo info;
+  info.date = UtcNow();
+  info.host = HostName();
+  info.path = std::filesystem::absolute(d.dataset.path).lexically_normal().string();
+  info.cold = d.storage.cold;
+  info.direct_io = fit.deep.direct;  // false where the filesystem refused O_DIRECT
+  info.io_depth = d.io.io_depth;
+  info.io_threads = d.io.io_threads;
+  info.files = fit.deep.files;
+  info.probe_files = fit.probe.latencies.size();
+  info.bytes = fit.deep.bytes;
+  return StorageProfileYaml(fit.model, info);
 }
 
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,

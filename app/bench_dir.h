@@ -77,6 +77,10 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);
 
+// The storage profile file's text (config/node_profile.h) for a fit of `d`'s directory, read
+// as `d` reads it: what `calibrate --dir` writes and `storage.profile` reads.
+std::string DirectoryProfileYaml(const DirectoryStorageOptions& d, const DirectoryFit& fit);
+
 nlohmann::json BenchDirToJson(const BenchDirResult& r);
 std::string FormatBenchDir(const BenchDirResult& r);
 

@@ -67,12 +67,6 @@ class ProfileOutput {
   bool done_ = false;
 };
 
-std::string HostName() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 // `calibrate --dir`: the directory's storage, fitted (FitDirectoryStorage) and written as a
 // storage profile.
 int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
@@ -99,18 +93,7 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
         o.io_depth);
   }
   const DirectoryFit fit = FitDirectoryStorage(d);
-  StorageProfileInfo info;
-  info.date = UtcNow();
-  info.host = HostName();
-  info.path = std::filesystem::absolute(o.dir).lexically_normal().string();
-  info.cold = o.cold;
-  info.direct_io = fit.deep.direct;  // false where the filesystem refused O_DIRECT
-  info.io_depth = o.io_depth;
-  info.io_threads = o.io_threads;
-  info.files = fit.deep.files;
-  info.probe_files = fit.probe.latencies.size();
-  info.bytes = fit.deep.bytes;
-  out.Write(StorageProfileYaml(fit.model, info));
+  out.Write(DirectoryProfileYaml(d, fit));
   if (out.to_file() && !o.quiet) {
     std::fprintf(stderr,
                  "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (one at a "

@@ -1,6 +1,7 @@
 #include "sim/host_model.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -183,6 +184,12 @@ std::string UtcNow() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
+}
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
 }
 
 }  // namespace stallscope

@@ -39,6 +39,8 @@ NodeOptions MeanNode(const NodeOptions& a, const NodeOptions& b);
 
 // UTC now as 2026-12-01T03:10:00Z.
 std::string UtcNow();
+// This host's name (gethostname), for profiles.
+std::string HostName();
 
 }  // namespace stallscope
 

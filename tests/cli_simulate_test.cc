@@ -265,6 +265,41 @@ TEST_F(Cli, AdviseVerifyRunsWhatThisHostCanRunAndComparesTheMedian) {
       << cpu.out;
 }
 
+// A directory scenario without storage.profile would be simulated as storage without limits:
+// advise measures the directory first (as `calibrate --dir` does, read as the scenario reads
+// it), says so, writes the profile, and predicts with it: `simulate` with that profile gives
+// the current point's idle to the last digit, and names the profile as its storage model.
+TEST_F(Cli, AdviseMeasuresADirectoryWithoutAProfileFirst) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 300 --size 112KiB --quiet").code, 0);
+  const std::string json = (dir_.path() / "dir-advice.json").string();
+  const std::string args = kScenarios +
+                           "/real_directory.yaml --variant direct-qd1 --set dataset.path=" + data +
+                           " --set gpu.step_time=50ms";
+  const Result r = Stallscope("advise " + args + " --au 0.95 --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(data + " has no storage.profile: measuring it as `stallscope calibrate "
+                              "--dir` does (cold, O_DIRECT, io_depth 1"),
+            std::string::npos)
+      << r.out;
+  const size_t at = r.out.find("; wrote ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string profile = r.out.substr(at + 8, r.out.find(' ', at + 8) - at - 8);
+  ASSERT_TRUE(std::filesystem::exists(profile)) << profile;
+  const double advised = ReadJson(json)["current"]["gpu_idle_fraction"];
+  const std::string sim = (dir_.path() / "dir-sim.json").string();
+  ASSERT_EQ(Stallscope("simulate " + args + " --set storage.profile=" + profile +
+                       " --quiet --json " + sim)
+                .code,
+            0);
+  const nlohmann::json doc = ReadJson(sim);
+  EXPECT_DOUBLE_EQ(doc["variants"][0]["gpu_idle_fraction"].get<double>(), advised);
+  EXPECT_NE(doc["storage_model"]["direct-qd1"].get<std::string>().find("profile " + profile),
+            std::string::npos)
+      << doc["storage_model"].dump();
+  std::filesystem::remove(profile);
+}
+
 TEST_F(Cli, AdviseBadInputIsRefused) {
   const std::string s = kScenarios + "/cold_vs_cached.yaml";
   ExpectBadInput(Stallscope("advise " + s + " --au 1.2"), "--au 1.2 is outside (0, 1)");
