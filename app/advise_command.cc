@@ -226,6 +226,10 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   o.max_simulations = c.max_simulations;
   Scenario base = file.Resolve(o.variant, o.sets);  // a bad variant or key: exit 2 here
   CheckSimulatable(base);
+  if (c.verify && base.cluster.nodes * base.cluster.gpus_per_node != 1) {
+    throw BadInput("advise --verify: runs one rank on this host; the scenario's cluster has " +
+                   std::to_string(base.cluster.nodes * base.cluster.gpus_per_node));
+  }
   if (base.storage.kind == StorageKind::kDirectory && base.storage.model_source.empty()) {
     o.sets.push_back(ParseSetArgument("storage.profile=" + MeasureDirectory(base, o.variant)));
     base = file.Resolve(o.variant, o.sets);
@@ -237,10 +241,6 @@ int AdviseCommand(const AdviseCommandOptions& c) {
         "runs on: `stallscope calibrate -o node.yaml` and --set cluster.node.profile=node.yaml "
         "predict for this host\n",
         base.cluster.node.cores, UsableCores());
-  }
-  if (c.verify && base.cluster.nodes * base.cluster.gpus_per_node != 1) {
-    throw BadInput("advise --verify: runs one rank on this host; the scenario's cluster has " +
-                   std::to_string(base.cluster.nodes * base.cluster.gpus_per_node));
   }
   Simulator sim;
   const AdviseResult r = Advise(file, o, sim);
