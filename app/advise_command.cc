@@ -147,7 +147,6 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
     std::printf(", %+.1f pp", (predicted - med) * 100);
     return nlohmann::json{{"predicted", predicted}, {"measured", med}, {"runs", v}};
   };
-  std::fflush(stdout);
   std::printf("\nverify (real runs on this host, emulated device, %u of each%s):", runs,
               top && runs > 1 ? ", alternated" : "");
   for (const nlohmann::json& p : passed) {

@@ -229,13 +229,10 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   // file met something else on the disk or the host (on this VM, 2026-12-06: 1,678 files/s
   // against 10,500-11,000 in three passes right after, the probe's reads 83 us each). It is
   // measured again, up to twice, and the last pass kept.
-  const auto mean = [](const std::vector<double>& v) {
-    double sum = 0;
-    for (double x : v) sum += x;
-    return sum / static_cast<double>(v.size());
-  };
-  for (int again = 0; again < 2; ++again) {
-    const double expected = 1 / mean(f.probe.latencies);  // files/s one at a time
+  double probe_seconds = 0;
+  for (double x : f.probe.latencies) probe_seconds += x;
+  const double expected = static_cast<double>(f.probe.latencies.size()) / probe_seconds;
+  for (int again = 0; again < 2; ++again) {  // `expected`: files/s one at a time
     if (f.deep.files_per_second >= 0.5 * expected) break;
     if (!o.quiet) {
       std::fprintf(stderr,

@@ -22,10 +22,11 @@ namespace stallscope {
 
 namespace {
 
-// The passes over every file, where there were several: "; passes 9,120, 11,020, 11,380 files/s".
+// The passes over every file, where there were several: "; passes at 9120, 11020, 11380 files/s"
+// (the kept one is the median of the first three, or the last where one was measured again).
 std::string PassesText(const std::vector<double>& passes) {
   if (passes.size() < 2) return "";
-  std::string s = "; the median of passes at";
+  std::string s = "; passes at";
   for (size_t i = 0; i < passes.size(); ++i) s += fmt::format("{} {:.0f}", i ? "," : "", passes[i]);
   return s + " files/s";
 }
