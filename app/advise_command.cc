@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_dir.h"
+#include "app/commands.h"
 #include "app/resolve.h"
 #include "app/runner.h"
 #include "base/cores.h"
@@ -19,6 +20,7 @@
 #include "base/units.h"
 #include "gpu/emulated_device.h"
 #include "sim/advise.h"
+#include "sim/host_model.h"
 #include "sim/max_accelerators.h"
 
 namespace stallscope {
@@ -104,6 +106,33 @@ std::string MeasureDirectory(const Scenario& s, const std::string& variant) {
   return path;
 }
 
+// --verify on a scenario that names no node profile: the real runs are on this host, so the
+// predictions must be too. The host is measured here, as `stallscope calibrate` measures it
+// (its default samples), written to the temporary folder and named under every point.
+std::string MeasureThisHost(const Scenario& s, const std::string& variant) {
+  std::printf(
+      "--verify runs on this host and the scenario names no node profile (cluster.node.profile):"
+      " measuring this host as `stallscope calibrate` does (%u cores, a few seconds)\n",
+      UsableCores());
+  std::fflush(stdout);
+  const CalibrateCommandOptions defaults;
+  HostMeasurement m;
+  const std::string text =
+      MeasureHostProfile(static_cast<uint64_t>(*ParseSize(defaults.sample_size)),
+                         defaults.image_size, defaults.trials, m);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("stallscope-{}-{}-node.yaml", s.name, variant))
+                               .string();
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw RunFailed(path + ": cannot write the node profile");
+  std::printf(
+      "  wrote %s (--set cluster.node.profile=%s reuses it); the advice below is for "
+      "this host\n",
+      path.c_str(), path.c_str());
+  return path;
+}
+
 // --verify: the current point and the best-ranked change a run on this host can make (more
 // cores than it has, a faster disk under a directory, a faster NIC it cannot), each run `runs`
 // times, alternated, the median compared with the prediction: one real run of a disk-bound
@@ -154,6 +183,7 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
                 p["sets"].get<std::string>().c_str(), p["why"].get<std::string>().c_str());
   }
   nlohmann::json out = {{"runs_each", runs},
+                        {"node", base.cluster.node.source},
                         {"current", line("current", r.current.idle, now_runs)},
                         {"not_run", passed}};
   if (top) {
@@ -233,13 +263,14 @@ int AdviseCommand(const AdviseCommandOptions& c) {
     o.sets.push_back(ParseSetArgument("storage.profile=" + MeasureDirectory(base, o.variant)));
     base = file.Resolve(o.variant, o.sets);
   }
-  if (c.verify && base.cluster.node.source == "scenario" &&
-      base.cluster.node.cores != UsableCores()) {
+  if (c.verify && base.cluster.node.source == "scenario") {
+    o.sets.push_back(ParseSetArgument("cluster.node.profile=" + MeasureThisHost(base, o.variant)));
+    base = file.Resolve(o.variant, o.sets);
+  } else if (c.verify && base.cluster.node.cores != UsableCores()) {
     std::printf(
-        "note: the node is the scenario's (%u cores), not this host's (%u), which --verify "
-        "runs on: `stallscope calibrate -o node.yaml` and --set cluster.node.profile=node.yaml "
-        "predict for this host\n",
-        base.cluster.node.cores, UsableCores());
+        "note: the node profile (%s) has %u cores, this host %u, which --verify runs on: "
+        "the predictions are for that node\n",
+        base.cluster.node.source.c_str(), base.cluster.node.cores, UsableCores());
   }
   Simulator sim;
   const AdviseResult r = Advise(file, o, sim);

@@ -117,6 +117,29 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
 
 }  // namespace
 
+std::string MeasureHostProfile(uint64_t sample_size, uint32_t image_size, int trials,
+                               HostMeasurement& m) {
+  m = MeasureHost(sample_size, image_size, trials);
+  ProfileInfo info;
+  info.date = UtcNow();
+  info.host = HostName();
+  info.trials = m.trials;
+  info.sample_size = sample_size;
+  info.image_size = image_size;
+  info.spread = m.spread;
+  info.notes["cores"] = "the cores this process may run on (its affinity mask)";
+  info.notes["nic"] = "not measured: a run here reads local or in-process storage";
+  info.notes["h2d"] = "not measured: the default (the H200's pinned copy, docs/gpu)";
+  if (const auto mem = ReadHostMemory()) {
+    m.node.memory = *mem;
+    info.notes["memory"] = fmt::format("{} available now (MemAvailable, cgroup)",
+                                       FormatBinaryBytes(static_cast<double>(*mem)));
+  } else {
+    info.notes["memory"] = "not measured: /proc/meminfo unreadable; the default";
+  }
+  return NodeProfileYaml(m.node, info);
+}
+
 int CalibrateCommand(const CalibrateCommandOptions& o) {
   const auto size = ParseSize(o.sample_size);
   if (!size || *size < 1 || *size > (1ULL << 30)) {
@@ -149,25 +172,8 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
                  "to %u px...\n",
                  o.trials, FormatBinaryBytes(*size).c_str(), o.image_size);
   }
-  HostMeasurement m = MeasureHost(static_cast<uint64_t>(*size), o.image_size, o.trials);
-  ProfileInfo info;
-  info.date = UtcNow();
-  info.host = HostName();
-  info.trials = m.trials;
-  info.sample_size = static_cast<uint64_t>(*size);
-  info.image_size = o.image_size;
-  info.spread = m.spread;
-  info.notes["cores"] = "the cores this process may run on (its affinity mask)";
-  info.notes["nic"] = "not measured: a run here reads local or in-process storage";
-  info.notes["h2d"] = "not measured: the default (the H200's pinned copy, docs/gpu)";
-  if (const auto mem = ReadHostMemory()) {
-    m.node.memory = *mem;
-    info.notes["memory"] = fmt::format("{} available now (MemAvailable, cgroup)",
-                                       FormatBinaryBytes(static_cast<double>(*mem)));
-  } else {
-    info.notes["memory"] = "not measured: /proc/meminfo unreadable; the default";
-  }
-  out.Write(NodeProfileYaml(m.node, info));
+  HostMeasurement m;
+  out.Write(MeasureHostProfile(static_cast<uint64_t>(*size), o.image_size, o.trials, m));
   if (out.to_file() && !o.quiet) {
     for (const NodeRate& r : kNodeRates) {
       const auto it = m.spread.find(r.key);

@@ -20,6 +20,8 @@
 
 namespace stallscope {
 
+struct HostMeasurement;  // sim/host_model.h
+
 // Where results go, for `run` and `simulate` alike.
 struct OutputOptions {
   std::string json;            // --json: the result document
@@ -80,6 +82,10 @@ struct CalibrateCommandOptions {
   uint32_t io_depth = IoOptions{}.io_depth, io_threads = IoOptions{}.io_threads;
 };
 int CalibrateCommand(const CalibrateCommandOptions& options);
+// What `calibrate` (no --dir) measures and writes: this host as a node profile's text (m gets
+// the measurement, for its spreads). Also advise --verify's node where a scenario names none.
+std::string MeasureHostProfile(uint64_t sample_size, uint32_t image_size, int trials,
+                               HostMeasurement& m);
 
 struct GenCommandOptions {
   std::string dir;

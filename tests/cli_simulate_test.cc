@@ -4,6 +4,9 @@
 // MLPerf Storage v1.0 results reproduced; bad node input refused naming the file and key.
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "base/cores.h"
 #include "tests/cli_util.h"
 
@@ -240,10 +243,31 @@ TEST_F(Cli, AdviseVerifyRunsWhatThisHostCanRunAndComparesTheMedian) {
       << r.out;
   EXPECT_EQ(v["top"]["sets"].get<std::string>().rfind("loader.prefetch=", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("median of 2 runs"), std::string::npos) << r.out;
+  // The scenario names no node profile: this host was measured, and the predictions are for
+  // it (`simulate` with the profile written gives the current point's idle to the last digit).
+  const unsigned cores = UsableCores();
+  EXPECT_NE(r.out.find(
+                fmt::format("measuring this host as `stallscope calibrate` does ({} cores", cores)),
+            std::string::npos)
+      << r.out;
+  const size_t at = r.out.find("  wrote ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string node = r.out.substr(at + 8, r.out.find(' ', at + 8) - at - 8);
+  EXPECT_NE(v["node"].get<std::string>().find("profile " + node), std::string::npos) << v.dump();
+  std::ifstream in(node);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(fmt::format("\n  cores: {}  #", cores)), std::string::npos) << text;
+  const std::string sim = (dir_.path() / "verify-sim.json").string();
+  ASSERT_EQ(Stallscope("simulate " + kScenarios + "/prefetch_sweep.yaml --variant prefetch-0 " +
+                       "--set cluster.node.profile=" + node + " --quiet --json " + sim)
+                .code,
+            0);
+  EXPECT_DOUBLE_EQ(ReadJson(sim)["variants"][0]["gpu_idle_fraction"].get<double>(),
+                   v["current"]["predicted"].get<double>());
+  std::filesystem::remove(node);
 
   // 2 ms of CPU a sample on twice as many workers as this host's cores, the node as this host,
   // and a GPU that wants 4/3 of what the cores preprocess: only twice the cores reach AU 0.9.
-  const unsigned cores = UsableCores();
   const Result cpu = Stallscope(fmt::format(
       "advise {}/workers_sweep.yaml --variant workers-1 --au 0.9 --knob cores --knob prefetch "
       "--set loader.workers={} --set cluster.node.cores={} --set gpu.step_time={:.6f}s "
