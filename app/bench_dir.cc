@@ -118,6 +118,13 @@ class Reader final : public ReadCallback {
 
 // A busy thread on each of `n` cores, each counting rounds of fixed integer work (about a
 // microsecond each, in registers): what reads cost the host's cores shows as rounds lost.
+// Each works in bursts of kBurstSeconds with a short sleep between, as a loader's workers
+// (a chunk of a batch each) and its copy thread (a batch) work and then block. A thread that
+// never sleeps is the wrong neighbour: the scheduler lets a waking reader preempt it at once.
+// Beside such spinners a read waited 0-9 us on an H100 host's 2 cores where the loader's
+// reads lost 40-50 us each; on this repository's 2-core VM 30-47 us against 62-70 beside
+// 1 ms bursts, and advise --verify on real_directory's qd1 variants missed by 7-19 pp with
+// the spinners' measure against 1-8 pp with the bursts' (2026-12-06, README #18).
 class Spinners {
  public:
   explicit Spinners(unsigned n) : n_(n), counts_(std::make_unique<Count[]>(n)) {
@@ -138,9 +145,15 @@ class Spinners {
   struct alignas(64) Count {
     std::atomic<uint64_t> rounds{0};
   };
+  static constexpr double kBurstSeconds = 1e-3, kSleepSeconds = 20e-6;
   void Spin(Count& c) const {
     uint64_t x = 0x9e3779b97f4a7c15ULL ^ reinterpret_cast<uintptr_t>(&c);
+    double burst_began = MonotonicSeconds();
     while (!stop_.load(std::memory_order_relaxed)) {
+      if (MonotonicSeconds() - burst_began > kBurstSeconds) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(kSleepSeconds));
+        burst_began = MonotonicSeconds();
+      }
       for (int k = 0; k < 512; ++k) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -316,7 +329,8 @@ void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& 
   for (int k = 0; k < rounds; ++k) {
     // A slow directory (a read at a time taking milliseconds) stops after two rounds and 10 s.
     if (k >= 2 && MonotonicSeconds() - start > 10) break;
-    // The probe alone, then a busy thread on every core alone, then the probe beside them: a
+    // The probe alone, then a busy thread on every core alone (1 ms bursts), then the probe
+    // beside them: a
     // drift of the host's speed between rounds falls on both sides of each round's difference.
     const Reads alone = read_for({}, {});
     Spinners spin(cores);

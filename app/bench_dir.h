@@ -56,8 +56,9 @@ BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 // each timed read starts from an evicted page cache. The model fits the scenario's io_depth
 // best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
-// Then the probe again beside a busy thread on every core (MeasureReadsUnderLoad) gives what
-// a read costs a busy host: host_per_read and read_wait_busy.
+// Then the probe again beside a thread on every core busy in 1 ms bursts, as a loader's
+// workers are (MeasureReadsUnderLoad), gives what a read costs a busy host: host_per_read and
+// read_wait_busy.
 struct DirectoryFit {
   SimulatedStorageOptions model;
   BenchDirResult deep, probe, small;  // the three timed reads
@@ -70,9 +71,9 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
                                  int load_rounds = 7);
 
 // `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
-// one I/O thread) alone, a busy thread on every core alone, and the probe beside them. Sets
-// f.cpu_per_read_busy (the cores' time the busy threads lost while the probe read, per read),
-// f.model's read_wait_busy (its time per read less the probe's alone) and host_per_read
+// one I/O thread) alone, a thread on every core busy in 1 ms bursts alone, and the probe beside
+// them. Sets f.cpu_per_read_busy (the cores' time the busy threads lost while the probe read, per
+// read), f.model's read_wait_busy (its time per read less the probe's alone) and host_per_read
 // (cpu_per_read_busy less the probe's own cpu_per_read).
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);

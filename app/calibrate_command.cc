@@ -88,29 +88,29 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
         stderr,
         "measuring %s (%s%s): every file at io_depth %u (3 times where once takes under a "
         "second), some one at a time, then every file's "
-        "first 4 KiB at io_depth %u, then some one at a time beside a busy thread on every core "
-        "(a few seconds)\n",
+        "first 4 KiB at io_depth %u, then some one at a time beside a thread on every core "
+        "busy in 1 ms bursts (a few seconds)\n",
         o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth,
         o.io_depth);
   }
   const DirectoryFit fit = FitDirectoryStorage(d);
   out.Write(DirectoryProfileYaml(d, fit));
   if (out.to_file() && !o.quiet) {
-    std::fprintf(stderr,
-                 "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (one at a "
-                 "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  beside a busy "
-                 "thread on every core: a read took %s longer and cost the cores %s (its own "
-                 "%s)\nwrote %s (storage: {profile: %s})\n",
-                 FormatRate(fit.model.bandwidth_bytes_per_second).c_str(),
-                 fit.deep.files_per_second, o.io_depth, PassesText(fit.passes).c_str(),
-                 FormatDuration(fit.model.latency_p50_seconds).c_str(),
-                 FormatDuration(fit.model.latency_p99_seconds).c_str(),
-                 FormatDuration(fit.probe.latency_p50).c_str(),
-                 FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
-                 FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
-                 FormatDuration(fit.cpu_per_read_busy).c_str(),
-                 FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(),
-                 o.output.c_str());
+    std::fprintf(
+        stderr,
+        "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (one at a "
+        "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  beside a thread "
+        "on every core busy in 1 ms bursts: a read took %s longer and cost the cores %s (its own "
+        "%s)\nwrote %s (storage: {profile: %s})\n",
+        FormatRate(fit.model.bandwidth_bytes_per_second).c_str(), fit.deep.files_per_second,
+        o.io_depth, PassesText(fit.passes).c_str(),
+        FormatDuration(fit.model.latency_p50_seconds).c_str(),
+        FormatDuration(fit.model.latency_p99_seconds).c_str(),
+        FormatDuration(fit.probe.latency_p50).c_str(),
+        FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
+        FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
+        FormatDuration(fit.cpu_per_read_busy).c_str(),
+        FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(), o.output.c_str());
   }
   return 0;
 }

@@ -53,10 +53,10 @@ struct SimulatedStorageOptions {
   // cores as a piece of work of its own per read. 0 = not modelled.
   double host_per_read_seconds = 0;
   // A directory (storage profiles only, `storage: {read_wait_busy: ...}`): how much longer a
-  // read one at a time took beside a busy thread on every core (`calibrate --dir`): the wait
-  // for a core after its completion and what the busy threads cost it. The simulator adds it
-  // per thread more runnable than the node has cores (in place of cpu_per_read's share). 0 =
-  // not measured.
+  // read one at a time took beside a thread on every core busy in 1 ms bursts (`calibrate --dir`):
+  // the wait for a core after its completion and what the busy threads cost it. The simulator adds
+  // it per thread more runnable than the node has cores (in place of cpu_per_read's share). 0 = not
+  // measured.
   double read_wait_busy_seconds = 0;
   struct Faults {  // storage.faults
     double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
