@@ -6,6 +6,8 @@
 #ifndef STALLSCOPE_PIPELINE_PIPELINE_INTERNAL_H_
 #define STALLSCOPE_PIPELINE_PIPELINE_INTERNAL_H_
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -42,10 +44,19 @@ struct FreeDeleter {
 };
 
 // Page-aligned (O_DIRECT needs 4096), pre-faulted so no page fault lands on the hot path.
+// From 2 MiB up, on transparent huge pages where the kernel gives them (madvise; a no-op where
+// THP is off). An O_DIRECT read pins its destination pages (and a VM maps them for its host)
+// read by read; on 4 KiB pages spread over a batch's staging that cost a read at a time a
+// quarter of its pace (this VM, 2026-12-06, real_directory direct-qd1 without preprocessing:
+// 8,542-10,653 files/s on 4 KiB pages, 11,739-12,633 on huge pages, alternated; bench-dir's one hot
+// buffer 11,471-12,339).
 inline std::unique_ptr<std::byte[], FreeDeleter> AllocateStaging(uint64_t bytes) {
-  bytes = RoundUp(std::max<uint64_t>(bytes, 1), kBlockBytes);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kBlockBytes, bytes));
+  constexpr uint64_t kHuge = 2u << 20;
+  const bool huge = bytes >= kHuge;
+  bytes = RoundUp(std::max<uint64_t>(bytes, 1), huge ? kHuge : kBlockBytes);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(huge ? kHuge : kBlockBytes, bytes));
   if (!p) throw std::bad_alloc();
+  if (huge) madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 0, bytes);
   return std::unique_ptr<std::byte[], FreeDeleter>(p);
 }
