@@ -122,7 +122,7 @@ class Reader final : public ReadCallback {
 // (a chunk of a batch each) and its copy thread (a batch) work and then block. A thread that
 // never sleeps is the wrong neighbour: the scheduler lets a waking reader preempt it at once.
 // Beside such spinners a read waited 0-9 us on an H100 host's 2 cores where the loader's
-// reads lost 40-50 us each; on this repository's 2-core VM 30-47 us against 62-70 beside
+// reads lost about 50 us each; on this repository's 2-core VM 30-47 us against 62-86 beside
 // 1 ms bursts, and advise --verify on real_directory's qd1 variants missed by 7-19 pp with
 // the spinners' measure against 1-8 pp with the bursts' (2026-12-06, README #18).
 class Spinners {
@@ -330,8 +330,8 @@ void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& 
     // A slow directory (a read at a time taking milliseconds) stops after two rounds and 10 s.
     if (k >= 2 && MonotonicSeconds() - start > 10) break;
     // The probe alone, then a busy thread on every core alone (1 ms bursts), then the probe
-    // beside them: a
-    // drift of the host's speed between rounds falls on both sides of each round's difference.
+    // beside them: a drift of the host's speed between rounds falls on both sides of each
+    // round's difference.
     const Reads alone = read_for({}, {});
     Spinners spin(cores);
     uint64_t r0 = spin.Rounds();

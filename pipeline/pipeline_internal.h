@@ -48,8 +48,8 @@ struct FreeDeleter {
 // THP is off). An O_DIRECT read pins its destination pages (and a VM maps them for its host)
 // read by read; on 4 KiB pages spread over a batch's staging that cost a read at a time a
 // quarter of its pace (this VM, 2026-12-06, real_directory direct-qd1 without preprocessing:
-// 8,542-10,653 files/s on 4 KiB pages, 11,739-12,633 on huge pages, alternated; bench-dir's one hot
-// buffer 11,471-12,339).
+// 8,542-10,653 files/s on 4 KiB pages, 11,739-12,633 on huge pages, alternated; bench-dir's
+// one hot buffer 11,471-12,339).
 inline std::unique_ptr<std::byte[], FreeDeleter> AllocateStaging(uint64_t bytes) {
   constexpr uint64_t kHuge = 2u << 20;
   const bool huge = bytes >= kHuge;

@@ -254,8 +254,7 @@ TEST_F(Cli, AdviseVerifyRunsWhatThisHostCanRunAndComparesTheMedian) {
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string node = r.out.substr(at + 8, r.out.find(' ', at + 8) - at - 8);
   EXPECT_NE(v["node"].get<std::string>().find("profile " + node), std::string::npos) << v.dump();
-  std::ifstream in(node);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = Slurp(node);
   EXPECT_NE(text.find(fmt::format("\n  cores: {}  #", cores)), std::string::npos) << text;
   const std::string sim = (dir_.path() / "verify-sim.json").string();
   ASSERT_EQ(Stallscope("simulate " + kScenarios + "/prefetch_sweep.yaml --variant prefetch-0 " +
