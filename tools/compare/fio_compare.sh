@@ -4,8 +4,8 @@
 # (io_uring, every file below DIR via opendir, one sequential pass, page cache invalidated
 # first) and `stallscope bench-dir DIR --cold` (io_uring, the same depth; files evicted from
 # the page cache first), alternated REPEAT times (default 3); prints the medians and the
-# ratio. Defaults: block size 1M, depth 64; FIO_EXTRA adds fio options (e.g.
-# "--fixedbufs=1 --registerfiles=1"). Needs fio (Debian: fio).
+# ratio, after fio's version, the host and the filesystem. Defaults: block size 1M, depth 64;
+# FIO_EXTRA adds fio options (e.g. "--fixedbufs=1 --registerfiles=1"). Needs fio (Debian: fio).
 set -euo pipefail
 DIR=${1:?usage: fio_compare.sh DIR [BLOCK_SIZE] [IO_DEPTH] [REPEAT]}
 BS=${2:-1M}
@@ -15,6 +15,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 S=${STALLSCOPE:-$ROOT/build/tools/stallscope}
 command -v fio >/dev/null || { echo "fio_compare: fio is not installed (Debian: fio)" >&2; exit 2; }
 [ -d "$DIR" ] || { echo "fio_compare: $DIR: no such directory" >&2; exit 2; }
+# The peer's environment, printed with the result: fio's version, the host, the filesystem.
+echo "peer: $(fio --version); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'),\
+ $(nproc) usable cores, Linux $(uname -r); $DIR on $(df -T "$DIR" | awk 'NR==2 {print $2 " (" $1 ")"}')"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fio_rates=() our_rates=()

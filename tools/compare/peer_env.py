@@ -8,7 +8,10 @@ which can slow numpy and torch. `peer_env()` returns the environment the
 peer gets: this process's own, without those variables. `describe()` measures what the peer
 then sees: torch's version and BLAS, its threads in the main process and in a DataLoader
 worker (asked inside a worker, not assumed), the CPU model and the cores; and names the
-variables removed and those kept that could matter (OMP_*, MKL_*, ...).
+variables removed and those kept that could matter (OMP_*, MKL_*, ...). It also measures what a
+first write to fresh memory costs per 4 KiB page here (torch filling a new 64 MiB tensor,
+then filling it again): on a host where the first write is slow, every new batch tensor
+costs the DataLoader more than the work on it (torch_dataloader.py tries other allocators).
 """
 import os
 import subprocess
@@ -35,6 +38,13 @@ o = re.search(r"omp_get_max_threads\(\) *: *(\d+)", par)
 info["parallel"] = (f"{m.group(1) if m else 'unknown'} backend, "
                     f"omp_get_max_threads {o.group(1) if o else 'n/a'}")
 info["worker_threads"] = int(next(iter(DataLoader(Threads(), num_workers=1)))[0])
+import time
+def fill(t):
+    t0 = time.perf_counter()
+    t.fill_(1)
+    return (time.perf_counter() - t0) / (t.numel() / 4096) * 1e6
+fresh = torch.empty(64 << 20, dtype=torch.uint8)  # 64 MiB: glibc maps new pages for it
+info["first_touch_us"], info["second_touch_us"] = fill(fresh), fill(fresh)
 try:
     import PIL
     info["pil"] = PIL.__version__
@@ -78,7 +88,9 @@ def describe(keep=False):
         f"PIL {info['pil'] or 'absent'}, "
         f"python {sys.version.split()[0]}; torch threads: {info['main_threads']} in the main "
         f"process, {info['worker_threads']} per DataLoader worker (measured in a worker)",
-        f"host: {cpu_model()}, {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable",
+        f"host: {cpu_model()}, {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable; "
+        f"a first write to fresh memory {info['first_touch_us']:.2f} us per 4 KiB page, "
+        f"a second {info['second_touch_us']:.2f} us (torch filling a new 64 MiB tensor)",
         "peer env removed: " + (", ".join(removed) if removed else "nothing (none was set)")
         + ("" if not keep else " (--keep-env: the peer inherits everything)"),
         "peer env kept: " + (", ".join(noted) if noted else "no BLAS/OpenMP variable"),

@@ -17,7 +17,14 @@ or 2,000 of them with --jpeg; all are printed):
   jpeg:      everything in the workers (torchvision's arrangement), or uint8 from the workers
              normalized per batch in the main process; prefetch_factor 2 or 4.
 DataLoader workers already run torch with one thread (torch sets it in every worker;
-peer_env.py measures it). Prints "samples_per_second N" (median of --repeat timed runs of
+peer_env.py measures it); the ",worker-threads-1" arrangements also call
+torch.set_num_threads(1) in a worker_init_fn, as some guides advise, to show it.
+Every arrangement is also tried with each memory allocator installed ("NAME@ALLOCATOR"), as
+PyTorch's performance tuning guide advises for CPU work: glibc's malloc as it comes; glibc
+keeping freed memory and backing it with transparent huge pages (GLIBC_TUNABLES); tcmalloc
+and jemalloc (LD_PRELOAD; Debian: libtcmalloc-minimal4, libjemalloc2). Where a first write
+to fresh memory is slow (peer_env.py measures it), a batch's new tensors cost the DataLoader
+more than the work on them. Prints "samples_per_second N" (median of --repeat timed runs of
 --epochs epochs, after one warm-up epoch) and, with --search, "best_arrangement NAME".
 
     /usr/bin/python3 tools/compare/torch_dataloader.py DIR [--workers 2] [--batch 256] [--jpeg]
@@ -85,32 +92,72 @@ class Files(Dataset):
 
 
 # name -> (float or normalize in the workers, main-process torch threads (None: torch's
-# default; "all": every core), prefetch_factor)
+# default; "all": every core), prefetch_factor, torch.set_num_threads(1) in worker_init_fn)
 ARRANGEMENTS = {
     "normalize": {
-        "float-in-main": (False, None, 4), "float-in-main,prefetch-2": (False, None, 2),
-        "float-in-main,main-threads-1": (False, 1, 4),
-        "float-in-main,main-threads-all": (False, "all", 4),
-        "float-in-worker": (True, None, 4), "float-in-worker,prefetch-2": (True, None, 2),
+        "float-in-main": (False, None, 4, False),
+        "float-in-main,prefetch-2": (False, None, 2, False),
+        "float-in-main,main-threads-1": (False, 1, 4, False),
+        "float-in-main,main-threads-all": (False, "all", 4, False),
+        "float-in-worker": (True, None, 4, False),
+        "float-in-worker,prefetch-2": (True, None, 2, False),
+        "float-in-worker,worker-threads-1": (True, None, 4, True),
     },
     "jpeg": {
-        "all-in-workers": (True, None, 4), "all-in-workers,prefetch-2": (True, None, 2),
-        "normalize-in-main": (False, None, 4),
-        "normalize-in-main,main-threads-all": (False, "all", 4),
+        "all-in-workers": (True, None, 4, False),
+        "all-in-workers,prefetch-2": (True, None, 2, False),
+        "all-in-workers,worker-threads-1": (True, None, 4, True),
+        "normalize-in-main": (False, None, 4, False),
+        "normalize-in-main,main-threads-all": (False, "all", 4, False),
     },
 }
 
 
+def one_thread(_worker_id):
+    torch.set_num_threads(1)
+
+
+LIBS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
+
+
+def allocators():
+    """name -> the environment variables that select it; only those installed."""
+    found = {"glibc": {},
+             "glibc-thp": {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1:"
+                           "glibc.malloc.mmap_threshold=33554432:"
+                           "glibc.malloc.trim_threshold=4294967296"}}
+    for name, lib in (("tcmalloc", "libtcmalloc_minimal.so.4"), ("jemalloc", "libjemalloc.so.2")):
+        path = next((os.path.join(d, lib) for d in LIBS if os.path.exists(os.path.join(d, lib))),
+                    None)
+        if path:
+            found[name] = {"LD_PRELOAD": path}
+    return found
+
+
+def use_allocator(name, argv):
+    """Runs this script again (with argv) under the allocator's variables, unless they are in
+    effect already."""
+    if os.environ.get("STALLSCOPE_PEER_ALLOCATOR", "glibc") == name:
+        return
+    table = allocators()
+    if name not in table:
+        sys.exit(f"torch_dataloader: allocator {name}: expected one of {', '.join(table)}")
+    env = dict(os.environ, STALLSCOPE_PEER_ALLOCATOR=name, **table[name])
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, __file__] + argv, env)
+
+
 def timed_rates(root, mode, arrangement, workers, batch, epochs, repeat, limit=0):
     """samples/s of `repeat` timed runs of `epochs` epochs each, after one warm-up epoch."""
-    in_worker, main_threads, prefetch = ARRANGEMENTS[mode][arrangement]
+    in_worker, main_threads, prefetch, worker_one_thread = ARRANGEMENTS[mode][arrangement]
     jpeg = mode == "jpeg"
     if main_threads is not None:
         torch.set_num_threads(os.cpu_count() if main_threads == "all" else main_threads)
     ds = Files(root, in_worker and not jpeg, jpeg, jpeg and not in_worker, limit)
     loader = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                         pin_memory=False, persistent_workers=workers > 0,
-                        prefetch_factor=prefetch if workers else None)
+                        prefetch_factor=prefetch if workers else None,
+                        worker_init_fn=one_thread if worker_one_thread and workers else None)
     for _ in loader:  # warm-up: page cache, worker start-up
         pass
     rates = []
@@ -148,24 +195,31 @@ def main():
     mode = "jpeg" if a.jpeg else "normalize"
     names = list(ARRANGEMENTS[mode])
     best = a.arrangement or names[0]
-    if best not in ARRANGEMENTS[mode]:
-        sys.exit(f"torch_dataloader: --arrangement {best}: expected one of {', '.join(names)}")
+    if best.split("@")[0] not in ARRANGEMENTS[mode]:
+        sys.exit(f"torch_dataloader: --arrangement {best}: expected one of {', '.join(names)}"
+                 " (each optionally @ALLOCATOR)")
     if a.search:
         limit = a.search_files or (2000 if a.jpeg else 0)
         found = {}
-        for name in names:  # each in its own process: set_num_threads is process-wide
+        # each in its own process: set_num_threads is process-wide, the allocator too
+        for name in [f"{n}@{alloc}" for n in names for alloc in allocators()]:
             out = subprocess.run(
                 [sys.executable, __file__, a.dir, "--workers", str(a.workers), "--batch",
                  str(a.batch), "--epochs", "1", "--repeat", "1", "--arrangement", name,
                  "--limit", str(limit)] + (["--jpeg"] if a.jpeg else []),
                 check=True, capture_output=True, text=True).stdout
             found[name] = float(re.search(r"samples_per_second (\d+)", out).group(1))
-            print(f"arrangement {name:42s} {found[name]:10,.0f} samples/s "
+            print(f"arrangement {name:52s} {found[name]:10,.0f} samples/s "
                   f"({limit or 'all'} files)")
         best = max(found, key=found.get)
         print(f"best_arrangement {best}")
-    rates, files = timed_rates(a.dir, mode, best, a.workers, a.batch, a.epochs, a.repeat,
-                               a.limit)
+    # the timed runs (not the search again) under the arrangement's allocator
+    use_allocator(best.split("@")[1] if "@" in best else "glibc",
+                  [a.dir, "--workers", str(a.workers), "--batch", str(a.batch), "--epochs",
+                   str(a.epochs), "--repeat", str(a.repeat), "--arrangement", best, "--limit",
+                   str(a.limit)] + (["--jpeg"] if a.jpeg else []))
+    rates, files = timed_rates(a.dir, mode, best.split("@")[0], a.workers, a.batch, a.epochs,
+                               a.repeat, a.limit)
     print(f"files {files} workers {a.workers} batch {a.batch} arrangement {best}")
     print(f"samples_per_second {statistics.median(rates):.0f}")
 
