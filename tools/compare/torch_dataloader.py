@@ -209,8 +209,8 @@ def main():
                  "--limit", str(limit)] + (["--jpeg"] if a.jpeg else []),
                 check=True, capture_output=True, text=True).stdout
             found[name] = float(re.search(r"samples_per_second (\d+)", out).group(1))
-            print(f"arrangement {name:52s} {found[name]:10,.0f} samples/s "
-                  f"({limit or 'all'} files)")
+            files = int(re.search(r"^files (\d+)", out, re.M).group(1))
+            print(f"arrangement {name:52s} {found[name]:10,.0f} samples/s ({files} files)")
         best = max(found, key=found.get)
         print(f"best_arrangement {best}")
     # the timed runs (not the search again) under the arrangement's allocator
