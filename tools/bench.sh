@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/bench.sh [WORK_DIR]
-# Reproduces the README's dataset-benchmark comparisons (issue #6) on this machine: installs
-# what they need (fio, python3-torch, python3-pil; tcmalloc and jemalloc for the peer), builds, generates the datasets under
-# WORK_DIR (default /tmp/stallscope-bench; about 2 GB) and runs, each in one invocation:
+# Reproduces the README's dataset-benchmark comparisons (issues #6, #19) on this machine:
+# installs what they need (fio, python3-torch, python3-pil; tcmalloc and jemalloc for the
+# peer), builds, generates the datasets under WORK_DIR (default /tmp/stallscope-bench; about
+# 2 GB) and runs, each in one invocation:
 #   1. 1 GiB of 1 MiB files, cold: stallscope bench-dir against fio (tools/compare/fio_compare.sh)
 #   2. 50,000 files of 4 KiB, page-cached, bytes -> float: against the PyTorch DataLoader
 #   3. 20,000 JPEGs of 256x256, decode + crop + normalize: against the DataLoader with PIL
