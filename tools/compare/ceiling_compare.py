@@ -29,16 +29,10 @@ from loader_compare import stallscope_rate  # noqa: E402
 from peer_env import cpu_model  # noqa: E402
 
 
-def ceiling(binary, d, mode, threads):
+def ceiling(binary, d, mode, threads, cold=False):
     out = subprocess.run([binary, d, "--mode", mode, "--threads", str(threads), "--repeat", "1",
-                          "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["ceilings"][0]["files_per_second"]
-
-
-def cold_ceiling(binary, d, threads):
-    out = subprocess.run([binary, d, "--mode", "read", "--cold", "--threads", str(threads),
-                          "--repeat", "1", "--json"], check=True, capture_output=True,
-                         text=True).stdout
+                          "--json"] + (["--cold"] if cold else []), check=True,
+                         capture_output=True, text=True).stdout
     return json.loads(out)["ceilings"][0]["files_per_second"]
 
 
@@ -86,7 +80,7 @@ def main():
                      lambda: stallscope_rate(a.stallscope, a.jpeg, "jpeg", n, 256, 1), 0.9))
     if a.cold_dir:  # the goal for cold reads is against fio (fio_compare.sh), not this loop
         rows.append(("bench-dir --cold", "read --cold",
-                     lambda: cold_ceiling(a.ceiling, a.cold_dir, n),
+                     lambda: ceiling(a.ceiling, a.cold_dir, "read", n, cold=True),
                      lambda: bench_dir(a.stallscope, a.cold_dir, cold=True), None))
     print(f"host: {cpu_model()}, {len(os.sched_getaffinity(0))} usable cores, "
           f"Linux {platform.release()}; stallscope {commit()}")
