@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/gpu_qd1_gap.sh (issue #18), from the repository root, with a bundle carried (or
 # STALLSCOPE=build/tools/stallscope on this machine): real_directory's qd1 variants, the loader
-# with its fetch stage flat out (no preprocessing, no verification, 1 ms steps) alternated
+# with its fetch stage flat out (no preprocessing work: kind none and the scenario's 50 us
+# cost set to 0; no verification; 1 ms steps) alternated
 # with `bench-dir` reading the same files the same way (cold, depth 1), 3 rounds, on 2 cores
 # (taskset -c 0,1). Both print files/s; the gap is what the loader's reads pay that
 # calibrate --dir's pass does not.
@@ -20,7 +21,8 @@ for v in cold-qd1 direct-qd1; do
     $B bench-dir "$D" $flags --quiet --json "$OUT/b.json" >/dev/null 2>&1
     b=$(python3 -c "import json;print(round(json.load(open('$OUT/b.json'))['files_per_second']))")
     $B run scenarios/real_directory.yaml --variant $v --set dataset.path="$D" \
-      --set loader.preprocess.kind=none --set run.verify=false --set gpu.step_time=1ms \
+      --set loader.preprocess.kind=none --set loader.preprocess.cost=0us \
+      --set run.verify=false --set gpu.step_time=1ms \
       --set run.epochs=3 --quiet --json "$OUT/r.json" >/dev/null 2>&1
     echo "$v round $i: bench-dir $b files/s, loader (epochs 2-3) $(rate "$OUT/r.json") samples/s"
   done
