@@ -5,7 +5,9 @@
 # cost set to 0; no verification; 1 ms steps) alternated
 # with `bench-dir` reading the same files the same way (cold, depth 1), 3 rounds, on 2 cores
 # (taskset -c 0,1). Both print files/s; the gap is what the loader's reads pay that
-# calibrate --dir's pass does not.
+# calibrate --dir's pass does not. Then, per variant, one fresh `calibrate --dir` profile and
+# `simulate --against-run` (real / simulated idle) for the fetch stage alone, with the
+# scenario's 50 us burner on the workers, and as shipped: which part the model gets wrong.
 set -u
 if [ -d bundle ]; then export LD_LIBRARY_PATH=$PWD/bundle/lib; S=${STALLSCOPE:-$PWD/bundle/bin/stallscope}
 else S=${STALLSCOPE:-$PWD/build/tools/stallscope}; fi
@@ -25,6 +27,18 @@ for v in cold-qd1 direct-qd1; do
       --set run.verify=false --set gpu.step_time=1ms \
       --set run.epochs=3 --quiet --json "$OUT/r.json" >/dev/null 2>&1
     echo "$v round $i: bench-dir $b files/s, loader (epochs 2-3) $(rate "$OUT/r.json") samples/s"
+  done
+done
+for v in direct-qd1 cold-qd1; do
+  flags="--cold --io-depth 1"; [ $v = direct-qd1 ] && flags="$flags --direct"
+  $B calibrate --dir "$D" $flags -o "$OUT/$v.yaml" 2>&1 | grep -E 'latency|beside'
+  alone="--set loader.preprocess.kind=none --set loader.preprocess.cost=0us --set run.verify=false --set gpu.step_time=1ms"
+  burner="--set loader.preprocess.kind=none --set run.verify=false --set gpu.step_time=1ms"
+  for what in alone burner shipped; do
+    # shellcheck disable=SC2086
+    echo "$v, $what: $($B simulate scenarios/real_directory.yaml --variant $v \
+      --set dataset.path="$D" --set storage.profile="$OUT/$v.yaml" ${!what:-} --against-run \
+      2>&1 | grep -E "^$v " | sed "s/^$v *//")"
   done
 done
 date -u
