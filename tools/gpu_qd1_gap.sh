@@ -16,24 +16,27 @@ D=${QD1_DATA:-/tmp/qd1-gap-data}
 OUT=${OUT:-/tmp/qd1-gap-out}; mkdir -p "$OUT"
 [ -d "$D" ] || $B gen --samples 2000 --quiet "$D"
 nproc; lscpu | grep 'Model name'; date -u
+# The fetch stage alone: no preprocessing work (kind none, the scenario's 50 us cost 0), no
+# verification, 1 ms steps; and the same with the scenario's burner left on the workers.
+alone="--set loader.preprocess.kind=none --set loader.preprocess.cost=0us --set run.verify=false --set gpu.step_time=1ms"
+burner="--set loader.preprocess.kind=none --set run.verify=false --set gpu.step_time=1ms"
+# How calibrate --dir and bench-dir read the variant's files: cold, depth 1 (O_DIRECT too).
+read_flags() { echo "--cold --io-depth 1$([ "$1" = direct-qd1 ] && echo " --direct")"; }
 rate() { python3 -c "import json,sys;v=json.load(open(sys.argv[1]))['variants'][0];print(round(sum(e['samples_per_second'] for e in v['epochs'][1:])/(len(v['epochs'])-1)))" "$1"; }
 for v in cold-qd1 direct-qd1; do
-  flags="--cold --io-depth 1"; [ $v = direct-qd1 ] && flags="$flags --direct"
   for i in 1 2 3; do
-    $B bench-dir "$D" $flags --quiet --json "$OUT/b.json" >/dev/null 2>&1
+    # shellcheck disable=SC2046
+    $B bench-dir "$D" $(read_flags $v) --quiet --json "$OUT/b.json" >/dev/null 2>&1
     b=$(python3 -c "import json;print(round(json.load(open('$OUT/b.json'))['files_per_second']))")
-    $B run scenarios/real_directory.yaml --variant $v --set dataset.path="$D" \
-      --set loader.preprocess.kind=none --set loader.preprocess.cost=0us \
-      --set run.verify=false --set gpu.step_time=1ms \
+    # shellcheck disable=SC2086
+    $B run scenarios/real_directory.yaml --variant $v --set dataset.path="$D" $alone \
       --set run.epochs=3 --quiet --json "$OUT/r.json" >/dev/null 2>&1
     echo "$v round $i: bench-dir $b files/s, loader (epochs 2-3) $(rate "$OUT/r.json") samples/s"
   done
 done
 for v in direct-qd1 cold-qd1; do
-  flags="--cold --io-depth 1"; [ $v = direct-qd1 ] && flags="$flags --direct"
-  $B calibrate --dir "$D" $flags -o "$OUT/$v.yaml" 2>&1 | grep -E 'latency|beside'
-  alone="--set loader.preprocess.kind=none --set loader.preprocess.cost=0us --set run.verify=false --set gpu.step_time=1ms"
-  burner="--set loader.preprocess.kind=none --set run.verify=false --set gpu.step_time=1ms"
+  # shellcheck disable=SC2046
+  $B calibrate --dir "$D" $(read_flags $v) -o "$OUT/$v.yaml" 2>&1 | grep -E 'latency|beside'
   for what in alone burner shipped; do
     # shellcheck disable=SC2086
     echo "$v, $what: $($B simulate scenarios/real_directory.yaml --variant $v \
