@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -208,6 +209,20 @@ TEST(LtBiasGemm, BackwardAppliesReluMaskAndSumsTheBiasGradient) {
   }
   EXPECT_GT(zeros, rows * hidden / 4) << "the mask clipped too few values to be tested";
   for (int c = 0; c < hidden; ++c) ASSERT_NEAR(gs[c], es[c], 1e-3 * (1 + std::abs(es[c]))) << c;
+}
+
+// cuBLAS and cuBLASLt are loaded on first use (gpu/cublas_lazy.cc), not linked: the forwarders
+// reach the libraries' own definitions. Host-only calls, so this runs without a GPU: the status
+// text comes from libcublas, and a matrix layout is made and described back by libcublasLt.
+TEST(CublasLazy, ForwardersReachTheLibrariesWithoutAGpu) {
+  EXPECT_STREQ(cublasGetStatusString(CUBLAS_STATUS_SUCCESS), "success");
+  EXPECT_NE(
+      std::string(cublasGetStatusString(CUBLAS_STATUS_INVALID_VALUE)).find("unsupported value"),
+      std::string::npos);
+  cublasLtMatrixLayout_t layout = nullptr;
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, 384, 128, 384), CUBLAS_STATUS_SUCCESS);
+  ASSERT_NE(layout, nullptr);
+  EXPECT_EQ(cublasLtMatrixLayoutDestroy(layout), CUBLAS_STATUS_SUCCESS);
 }
 
 }  // namespace
