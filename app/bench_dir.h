@@ -43,12 +43,16 @@ BenchDirResult BenchDirectory(const DirectoryStorageOptions& options, const Rank
 
 // The clients of a multi-client benchmark as one: files and bytes summed, the time the
 // slowest took (they start together), rates over it, latency percentiles over every file.
-BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
+// kOneAfterAnother: passes that ran in turn (the probe's), their times summed instead.
+enum class Passes { kTogether, kOneAfterAnother };
+BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients,
+                              Passes passes = Passes::kTogether);
 
 // The simulator's storage model of a directory read the way `o` reads it (cold, direct_io,
 // io_depth, io_threads), fitted from three timed reads (`calibrate --dir`): every file at
 // o.io.io_depth in flight gives the bandwidth (bytes/s); up to `probe_files` of them (an even
-// spread of the listing), read one at a time on one thread, give the latency: their p50, and
+// spread of the listing), read one at a time on one thread, again until kProbeSeconds of reads
+// (kProbePasses passes at most), give the latency: the pooled reads' p50, and
 // their p99 at most kMaxTailRatio × p50 (the model's bandwidth bucket refills during a read's
 // latency, so a read at a time takes about max(latency, transfer), as on the device); every
 // file's first block at o.io.io_depth in flight gives the IOPS (files/s). Page-cached (not
@@ -56,12 +60,15 @@ BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients);
 // each timed read starts from an evicted page cache. The model fits the scenario's io_depth
 // best at or below the depth it was measured at.
 inline constexpr double kMaxTailRatio = 4;
+inline constexpr double kProbeSeconds = 1;
+inline constexpr int kProbePasses = 16;
 // Then the probe again beside a thread on every core busy in 1 ms bursts, as a loader's
 // workers are (MeasureReadsUnderLoad), gives what a read costs a busy host: host_per_read and
 // read_wait_busy.
 struct DirectoryFit {
   SimulatedStorageOptions model;
   BenchDirResult deep, probe, small;  // the three timed reads
+  int probe_passes = 1;               // the probe's passes over its files (pooled in probe)
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
   std::vector<double> passes;         // files/s of each pass over every file, the kept one deep
 };
@@ -72,9 +79,11 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
 
 // `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
 // one I/O thread) alone, a thread on every core busy in 1 ms bursts alone, and the probe beside
-// them. Sets f.cpu_per_read_busy (the cores' time the busy threads lost while the probe read, per
-// read), f.model's read_wait_busy (its time per read less the probe's alone) and host_per_read
-// (cpu_per_read_busy less the probe's own cpu_per_read).
+// them, then beside such threads on every core but one (2 cores or more). Sets
+// f.cpu_per_read_busy (the cores' time the busy threads on every core lost while the probe read,
+// per read), f.model's read_wait_busy and read_wait_partial (the probe's time per read beside
+// them, and beside one fewer, less its time alone) and host_per_read (cpu_per_read_busy less
+// the probe's own cpu_per_read).
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);
 

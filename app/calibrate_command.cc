@@ -98,15 +98,16 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   if (out.to_file() && !o.quiet) {
     std::fprintf(
         stderr,
-        "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (one at a "
-        "time: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  beside a thread "
+        "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (%zu reads "
+        "one at a time in %d passes: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  "
+        "beside a thread "
         "on every core busy in 1 ms bursts: a read took %s longer and cost the cores %s (its own "
         "%s)\nwrote %s (storage: {profile: %s})\n",
         FormatRate(fit.model.bandwidth_bytes_per_second).c_str(), fit.deep.files_per_second,
         o.io_depth, PassesText(fit.passes).c_str(),
         FormatDuration(fit.model.latency_p50_seconds).c_str(),
-        FormatDuration(fit.model.latency_p99_seconds).c_str(),
-        FormatDuration(fit.probe.latency_p50).c_str(),
+        FormatDuration(fit.model.latency_p99_seconds).c_str(), fit.probe.latencies.size(),
+        fit.probe_passes, FormatDuration(fit.probe.latency_p50).c_str(),
         FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
         FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
         FormatDuration(fit.cpu_per_read_busy).c_str(),

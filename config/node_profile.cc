@@ -216,6 +216,7 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   x.cpu_per_read_seconds = m.Duration("cpu_per_read", 0);
   x.host_per_read_seconds = m.Duration("host_per_read", 0);
   x.read_wait_busy_seconds = m.Duration("read_wait_busy", 0);
+  x.read_wait_partial_seconds = m.Duration("read_wait_partial", 0);
   if (x.evict_seconds > 0 && !cold) {
     ctx.Fail(m.node()["evict"], "storage.evict", "only a cold profile (profile.cold: true) evicts");
   }
@@ -231,7 +232,8 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
 std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StorageProfileInfo& i) {
   return fmt::format(
       "# A storage profile: `stallscope calibrate --dir` read {} and fitted the simulator's\n"
-      "# storage model to it: latency from {} files read one at a time (their p50 and p99,\n"
+      "# storage model to it: latency from {} reads of {} files, one at a time (their p50 and "
+      "p99,\n"
       "# the p99 at most 4 x the p50), bandwidth from every file read {} in flight, iops (reads\n"
       "# per second whatever their size) from every file's first 4 KiB read as deep. Name it\n"
       "# in a directory scenario (storage: {{profile: FILE}}) read the same way (cold,\n"
@@ -242,16 +244,18 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
       "# cost the other cores beside it (the work lost by a thread on every core busy in 1 ms\n"
       "# bursts, as a loader's workers are, per read, less cpu_per_read), which the simulator\n"
       "# runs on the node's cores; read_wait_busy is how much longer a read took beside those\n"
-      "# busy threads.\n"
+      "# busy threads, read_wait_partial beside them on every core but one.\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
       "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
       "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n"
-      "  cpu_per_read: {:.3f}us\n  host_per_read: {:.3f}us\n  read_wait_busy: {:.3f}us\n{}",
-      i.path, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path), i.cold,
-      i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
+      "  cpu_per_read: {:.3f}us\n  host_per_read: {:.3f}us\n  read_wait_busy: {:.3f}us\n  "
+      "read_wait_partial: {:.3f}us\n{}",
+      i.path, i.probe_reads, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path),
+      i.cold, i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
       RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
       m.latency_p99_seconds * 1e6, m.iops, m.cpu_per_read_seconds * 1e6,
       m.host_per_read_seconds * 1e6, m.read_wait_busy_seconds * 1e6,
+      m.read_wait_partial_seconds * 1e6,
       i.cold ? fmt::format("  evict: {:.3f}us\n", m.evict_seconds * 1e6) : std::string());
 }
 

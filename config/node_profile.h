@@ -54,6 +54,7 @@ struct StorageProfileInfo {
   bool cold = false, direct_io = false;
   uint32_t io_depth = 0, io_threads = 0;
   uint64_t files = 0, probe_files = 0, bytes = 0;
+  uint64_t probe_reads = 0;  // the probe's passes over its files, pooled (the comment only)
 };
 std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StorageProfileInfo& info);
 

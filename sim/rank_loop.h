@@ -180,6 +180,7 @@ class RankLoop {
     double served = 0, served_at = 0;
     uint64_t generation = 0, job_seq = 0;
     std::priority_queue<CpuJob, std::vector<CpuJob>, std::greater<>> jobs;
+    size_t host_jobs = 0;  // of `jobs`, the reads' host work (kHostJob)
   };
 
   void Push(double t, Kind kind, uint32_t a, uint64_t b);
@@ -190,7 +191,7 @@ class RankLoop {
   uint64_t AdmitEntriesOnDisk(const TierOptions& o, EvictionPolicy& policy) const;
   void SetupCaches(uint64_t ranks, size_t local_tiers);
   // The nodes' cores and what a directory read costs them (cpu_per_read, read_wait_busy,
-  // host_per_read); after the storage model (models_[0]) is made.
+  // read_wait_partial, host_per_read); after the storage model (models_[0]) is made.
   void SetupCores();
 
   const std::vector<uint64_t>& Order(uint64_t epoch);

@@ -34,15 +34,22 @@ void RankLoop::SetupCores() {
       s_.storage.kind == StorageKind::kDirectory ? s_.storage.model.cpu_per_read_seconds : 0;
   if (cpu_per_read_ > 0) {
     const double wait_busy = s_.storage.model.read_wait_busy_seconds;
-    models_[0].model->SetHostDelay([this, wait_busy](uint64_t token) {
-      const uint32_t k = ranks_[static_cast<uint32_t>(token >> 32)].node;
+    const double wait_partial = s_.storage.model.read_wait_partial_seconds;
+    models_[0].model->SetHostDelay([this, wait_busy, wait_partial](uint64_t token) {
+      const Node& node = nodes_[ranks_[static_cast<uint32_t>(token >> 32)].node];
       // The read's own CPU part shares the cores with the node's jobs: at processor sharing it
       // takes cpu_per_read × (runnable / cores - 1) longer. Where calibrate measured the read
       // beside a busy thread on every core (runnable = cores + 1), that measured wait stands
       // for cpu_per_read / cores: it holds the wait for a core after the completion too.
-      const double runnable = static_cast<double>(nodes_[k].jobs.size()) + 1.0;
+      const double runnable = static_cast<double>(node.jobs.size()) + 1.0;
       const double excess = std::max(0.0, runnable - cores_);
-      return wait_busy > 0 ? wait_busy * excess : cpu_per_read_ * excess / cores_;
+      if (wait_busy <= 0) return cpu_per_read_ * excess / cores_;
+      if (excess > 0) return wait_busy * excess;
+      // A core is free: the wait measured beside busy threads on every core but one, in
+      // proportion to the busy threads (the workers' chunks and the copies; not the earlier
+      // reads' host work, which stands for interrupts and wake-ups).
+      const double busy = static_cast<double>(node.jobs.size() - node.host_jobs);
+      return cores_ > 1 ? wait_partial * std::min(1.0, busy / (cores_ - 1)) : 0.0;
     });
   }
   const uint32_t cores = node_.cores;
@@ -92,6 +99,7 @@ void RankLoop::StartCpu(uint32_t k, double t, double work, JobKind kind, uint32_
   Node& node = nodes_[k];
   AdvanceCpu(node, t);
   node.jobs.push({node.served + work, node.job_seq++, kind, r, arg});
+  node.host_jobs += kind == kHostJob;
   ScheduleCpu(k, t);
 }
 
@@ -115,6 +123,7 @@ void RankLoop::OnCpuDone(uint32_t k, uint64_t generation, double t) {
   const double eps = 1e-12 * std::max(1.0, node.served);
   while (!node.jobs.empty() && node.jobs.top().done_at <= node.served + eps) {
     cpu_done_.push_back(node.jobs.top());
+    node.host_jobs -= node.jobs.top().kind == kHostJob;
     node.jobs.pop();
   }
   ScheduleCpu(k, t);

@@ -335,6 +335,47 @@ TEST(Simulator, WhatAReadCostsTheOtherCoresIsWorkTheCoresDo) {
   EXPECT_NEAR(two_cores, 0.256, 0.01) << "charged only where the cores are shared";
 }
 
+// A read waits for a core beside busy threads even where a core is free
+// (storage.read_wait_partial, measured by calibrate --dir beside busy threads on every core but
+// one): the simulator adds it to a read that completes while the node's other threads are busy,
+// in proportion to them. Ground truth the test sets: 256 reads one at a time, 1 ms each, on 2
+// cores, in batches of 4. With no CPU work nothing waits (256 ms). With one worker spending
+// 1.5 ms per sample the worker binds (the first batch's 4 ms of reads, then 384 ms of work)
+// until reads wait 1 ms more whenever it is busy: then each read takes between 1.75 ms (the
+// worker busy at three completions in four) and 2 ms (at every one).
+TEST(Simulator, AReadWaitsBesideBusyThreadsWhereACoreIsFree) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stallscope-simtest-partial-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string bytes(1000, 'x');
+  for (int i = 0; i < 256; ++i) std::ofstream(dir / ("f" + std::to_string(1000 + i))) << bytes;
+  Scenario s = StorageBound(1, 1, 1e12);
+  s.storage.kind = StorageKind::kDirectory;
+  s.dataset.path = dir.string();
+  s.gpu.step_time = 1e-6;
+  s.loader.batch_size = 4;
+  s.loader.workers = 1;
+  s.loader.io.io_depth = 1;
+  s.loader.io.io_threads = 1;
+  s.storage.model.latency_p50_seconds = s.storage.model.latency_p99_seconds = 1e-3;
+  s.storage.model.cpu_per_read_seconds = 1e-6;
+  s.storage.model.read_wait_busy_seconds = 1e-3;
+  s.cluster.node.cores = 2;
+  s.cluster.node.snapshot = 1e15;  // the emulated copy costs nothing
+  Simulator sim;
+  s.storage.model.read_wait_partial_seconds = 1e-3;
+  const double fetch_alone = sim.RunVariant(s).wall_seconds;
+  s.loader.preprocess.cost = 1.5e-3;
+  const double waiting = sim.RunVariant(s).wall_seconds;
+  s.storage.model.read_wait_partial_seconds = 0;
+  const double not_waiting = sim.RunVariant(s).wall_seconds;
+  std::filesystem::remove_all(dir);
+  EXPECT_NEAR(fetch_alone, 0.256, 0.003) << "no busy thread: no wait";
+  EXPECT_NEAR(not_waiting, 0.004 + 0.384, 0.004);
+  EXPECT_GE(waiting, 256 * 1.75e-3);
+  EXPECT_LE(waiting, 256 * 2e-3 + 0.008);
+}
+
 TEST(Simulator, FaultsAreRetriedOrSkippedAsInRealRuns) {
   Scenario s = StorageBound(1, 1, 0);
   s.storage.model.faults.error_rate = 0.02;

@@ -58,6 +58,12 @@ struct SimulatedStorageOptions {
   // it per thread more runnable than the node has cores (in place of cpu_per_read's share). 0 = not
   // measured.
   double read_wait_busy_seconds = 0;
+  // The same beside busy threads on every core but one (`storage: {read_wait_partial: ...}`):
+  // a free core does not spare the read its wait (this VM, 2026-12-06: one such thread on its 2
+  // cores slowed reads one at a time from 70 to 95 us, both from 70 to 175). The simulator adds
+  // it in proportion to the node's busy threads, 0 to cores - 1, where no thread waits for a
+  // core. 0 = not measured.
+  double read_wait_partial_seconds = 0;
   struct Faults {  // storage.faults
     double error_rate = 0, timeout_rate = 0, timeout = 1.0, truncate_rate = 0;
     double spike_rate = 0, spike = 0;

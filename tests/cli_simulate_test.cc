@@ -351,8 +351,9 @@ TEST_F(Cli, ADirectoryIsSimulatedFromItsMeasuredStorageProfile) {
   const Result cal = Stallscope("calibrate --dir " + data + " --io-depth 8 -o " + measured);
   ASSERT_EQ(cal.code, 0) << cal.err;
   const std::string text = Slurp(measured);
-  for (const char* key : {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8",
-                          "cpu_per_read:", "host_per_read:", "read_wait_busy:"}) {
+  for (const char* key :
+       {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8",
+        "cpu_per_read:", "host_per_read:", "read_wait_busy:", "read_wait_partial:"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
   }
   const std::string s = Write("dir.yaml", fmt::format(R"(name: dir
