@@ -236,14 +236,18 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
   // The probe's passes, pooled: one pass of 400 reads lasts tens of ms, and on a VM a read at a
   // time runs in spells of a fast and a slow pace that long (this VM, 2026-12-06: p50 62.6 us in
   // one profile, 73-83 us a quarter of an hour earlier, while the loader's idle at depth 1 held
-  // at 40-45%). A second of reads averages the spells as a run's epochs do.
+  // at 40-45%). A second of reads averages the spells as a run's epochs do. Each pass reads the
+  // next spread of files (1, 1 + ranks, ...; then 2, ...), as an epoch reads each file once (a
+  // file read again at once could come from a cache below the filesystem).
   {
-    const RankShard shard{0, static_cast<uint32_t>(ranks)};
-    std::vector<BenchDirResult> passes{BenchDirectory(one, shard)};
+    const auto shard = [&](size_t pass) {
+      return RankShard{static_cast<uint32_t>(pass % ranks), static_cast<uint32_t>(ranks)};
+    };
+    std::vector<BenchDirResult> passes{BenchDirectory(one, shard(0))};
     double seconds = passes[0].seconds;
     while (seconds < kProbeSeconds && passes.size() < kProbePasses &&
            !passes.back().latencies.empty()) {
-      passes.push_back(BenchDirectory(one, shard));
+      passes.push_back(BenchDirectory(one, shard(passes.size())));
       seconds += passes.back().seconds;
     }
     f.probe = CombineClients(passes, Passes::kOneAfterAnother);
