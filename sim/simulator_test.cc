@@ -55,6 +55,20 @@ Scenario StorageBound(uint32_t nodes, uint32_t gpus, double bandwidth) {
   return s;
 }
 
+// StorageBound at `bandwidth`, reading a real directory of `files` files of `bytes` each that
+// this makes under the temporary directory (`name` and the pid); the caller removes it.
+Scenario DirectoryBound(const std::string& name, int files, size_t bytes, double bandwidth) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stallscope-simtest-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string data(bytes, 'x');
+  for (int i = 0; i < files; ++i) std::ofstream(dir / ("f" + std::to_string(1000 + i))) << data;
+  Scenario s = StorageBound(1, 1, bandwidth);
+  s.storage.kind = StorageKind::kDirectory;
+  s.dataset.path = dir.string();
+  return s;
+}
+
 TEST(Simulator, StorageBoundClustersMatchBandwidthOverDemand) {
   Simulator sim;
   struct Case {
@@ -279,16 +293,8 @@ TEST(Simulator, AKeptDiskTierStartsWithTheEntriesARealRunWouldFindThere) {
 // the last epoch's reads are in, then for the eviction. Storage-bound at 32 MB/s with no
 // latency, the reads take the same time either way, so three epochs add three evictions.
 TEST(Simulator, AColdDirectoryWaitsForTheLastEpochsReadsThenTheEviction) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("stallscope-simtest-cold-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string bytes(100000, 'x');
-  for (int i = 0; i < 64; ++i) {
-    std::ofstream(dir / ("f" + std::to_string(100 + i))) << bytes;
-  }
-  Scenario s = StorageBound(1, 1, 32e6);  // 64 files: 2 batches of 32 per epoch, 0.1 s each
-  s.storage.kind = StorageKind::kDirectory;
-  s.dataset.path = dir.string();
+  // 64 files: 2 batches of 32 per epoch, 0.1 s each
+  Scenario s = DirectoryBound("cold", 64, 100000, 32e6);
   s.run.epochs = 3;
   s.gpu.step_time = 0.001;
   Simulator sim;
@@ -297,7 +303,7 @@ TEST(Simulator, AColdDirectoryWaitsForTheLastEpochsReadsThenTheEviction) {
   const double barrier_only = sim.RunVariant(s).wall_seconds;
   s.storage.model.evict_seconds = 0.5;
   const double evicting = sim.RunVariant(s).wall_seconds;
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(s.dataset.path);
   EXPECT_NEAR(warm, 6 * 0.1, 0.02);
   EXPECT_NEAR(barrier_only, warm, 0.01);
   EXPECT_NEAR(evicting - warm, 3 * 0.5, 0.01) << "one eviction before each of the 3 epochs";
@@ -309,14 +315,7 @@ TEST(Simulator, AColdDirectoryWaitsForTheLastEpochsReadsThenTheEviction) {
 // the one core must do: 128 reads at once from storage with no latency, 2 ms of worker CPU
 // per sample, so 256 ms of CPU alone and 512 ms with 2 ms more per read.
 TEST(Simulator, WhatAReadCostsTheOtherCoresIsWorkTheCoresDo) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("stallscope-simtest-host-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string bytes(100000, 'x');
-  for (int i = 0; i < 64; ++i) std::ofstream(dir / ("f" + std::to_string(100 + i))) << bytes;
-  Scenario s = StorageBound(1, 1, 1e12);
-  s.storage.kind = StorageKind::kDirectory;
-  s.dataset.path = dir.string();
+  Scenario s = DirectoryBound("host", 64, 100000, 1e12);
   s.run.epochs = 2;
   s.gpu.step_time = 1e-6;
   s.loader.workers = 1;
@@ -329,7 +328,7 @@ TEST(Simulator, WhatAReadCostsTheOtherCoresIsWorkTheCoresDo) {
   const double charged = sim.RunVariant(s).wall_seconds;
   s.cluster.node.cores = 2;  // a core for the worker and one for the copy: nothing shared
   const double two_cores = sim.RunVariant(s).wall_seconds;
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(s.dataset.path);
   EXPECT_NEAR(alone, 0.256, 0.01);
   EXPECT_NEAR(charged, 0.512, 0.02);
   EXPECT_NEAR(two_cores, 0.256, 0.01) << "charged only where the cores are shared";
@@ -344,14 +343,7 @@ TEST(Simulator, WhatAReadCostsTheOtherCoresIsWorkTheCoresDo) {
 // until reads wait 1 ms more whenever it is busy: then each read takes between 1.75 ms (the
 // worker busy at three completions in four) and 2 ms (at every one).
 TEST(Simulator, AReadWaitsBesideBusyThreadsWhereACoreIsFree) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("stallscope-simtest-partial-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string bytes(1000, 'x');
-  for (int i = 0; i < 256; ++i) std::ofstream(dir / ("f" + std::to_string(1000 + i))) << bytes;
-  Scenario s = StorageBound(1, 1, 1e12);
-  s.storage.kind = StorageKind::kDirectory;
-  s.dataset.path = dir.string();
+  Scenario s = DirectoryBound("partial", 256, 1000, 1e12);
   s.gpu.step_time = 1e-6;
   s.loader.batch_size = 4;
   s.loader.workers = 1;
@@ -369,7 +361,7 @@ TEST(Simulator, AReadWaitsBesideBusyThreadsWhereACoreIsFree) {
   const double waiting = sim.RunVariant(s).wall_seconds;
   s.storage.model.read_wait_partial_seconds = 0;
   const double not_waiting = sim.RunVariant(s).wall_seconds;
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(s.dataset.path);
   EXPECT_NEAR(fetch_alone, 0.256, 0.003) << "no busy thread: no wait";
   EXPECT_NEAR(not_waiting, 0.004 + 0.384, 0.004);
   EXPECT_GE(waiting, 256 * 1.75e-3);
