@@ -87,9 +87,9 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
     std::fprintf(
         stderr,
         "measuring %s (%s%s): every file at io_depth %u (3 times where once takes under a "
-        "second), some one at a time, then every file's "
+        "second), some one at a time (passes until a second of reads), then every file's "
         "first 4 KiB at io_depth %u, then some one at a time beside a thread on every core "
-        "busy in 1 ms bursts (a few seconds)\n",
+        "busy in 1 ms bursts and on every core but one (a few seconds)\n",
         o.dir.c_str(), o.cold ? "cold" : "page-cached", o.direct ? ", O_DIRECT" : "", o.io_depth,
         o.io_depth);
   }
@@ -101,8 +101,9 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
         "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (%zu reads "
         "one at a time in %d passes: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  "
         "beside a thread "
-        "on every core busy in 1 ms bursts: a read took %s longer and cost the cores %s (its own "
-        "%s)\nwrote %s (storage: {profile: %s})\n",
+        "on every core busy in 1 ms bursts: a read took %s longer (%s beside one fewer) and cost "
+        "the "
+        "cores %s (its own %s)\nwrote %s (storage: {profile: %s})\n",
         FormatRate(fit.model.bandwidth_bytes_per_second).c_str(), fit.deep.files_per_second,
         o.io_depth, PassesText(fit.passes).c_str(),
         FormatDuration(fit.model.latency_p50_seconds).c_str(),
@@ -110,6 +111,7 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
         fit.probe_passes, FormatDuration(fit.probe.latency_p50).c_str(),
         FormatDuration(fit.probe.latency_p99).c_str(), fit.model.iops,
         FormatDuration(fit.model.read_wait_busy_seconds).c_str(),
+        FormatDuration(fit.model.read_wait_partial_seconds).c_str(),
         FormatDuration(fit.cpu_per_read_busy).c_str(),
         FormatDuration(fit.model.cpu_per_read_seconds).c_str(), o.output.c_str(), o.output.c_str());
   }
