@@ -8,7 +8,11 @@
 //   c  an emulated device's input copy: 45 MB (a direct-qd1 batch's staging slot), then 5 ms
 //      asleep (the step); C the same copy back to back;
 //   r  a reader: DIR's files one at a time, O_DIRECT, open + pread + close (the one-in-flight
-//      read of direct-qd1).
+//      read of direct-qd1);
+//   b  the same buffered and cold: each file dropped from the page cache (POSIX_FADV_DONTNEED)
+//      before its read (cold-qd1's read; the loader drops the whole directory each epoch);
+//   s  `calibrate --dir`'s busy neighbour: integer work in registers, in 1 ms bursts with a
+//      20 us sleep between (app/bench_dir.cc's Spinners).
 // For each thread: units done, its CPU time per unit (CLOCK_THREAD_CPUTIME_ID) and its wall
 // rate. Run the letters alone, then together (e.g. `r`, then `wwcr`): on the 2-core VM the
 // reader fell from 9,427 to 5,588 files/s beside the other three (README, issue #18).
@@ -91,15 +95,33 @@ struct File {
   size_t bytes = 0;  // rounded up to 4 KiB: one O_DIRECT read of the whole file
 };
 
-void Reader(Tally& r, const std::vector<File>& files) {
+void Spinner(Tally& r) {
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  double burst = Now(CLOCK_MONOTONIC);
+  Loop(r, [&] {
+    if (Now(CLOCK_MONOTONIC) - burst > 1e-3) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      burst = Now(CLOCK_MONOTONIC);
+    }
+    for (int k = 0; k < 512; ++k) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+    }
+    return x != 0;  // never 0
+  });
+}
+
+void Reader(Tally& r, const std::vector<File>& files, bool direct) {
   size_t most = 4096;
   for (const File& f : files) most = std::max(most, f.bytes);
   void* buf = std::aligned_alloc(4096, most);
   size_t i = 0;
   Loop(r, [&] {
     const File& f = files[i++ % files.size()];
-    const int fd = open(f.path.c_str(), O_RDONLY | O_DIRECT);
+    const int fd = open(f.path.c_str(), O_RDONLY | (direct ? O_DIRECT : 0));
     if (fd < 0) return false;
+    if (!direct) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     const bool ok = pread(fd, buf, f.bytes, 0) >= 0;
     close(fd);
     return ok;
@@ -111,7 +133,7 @@ void Reader(Tally& r, const std::vector<File>& files) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: cpu_mix MIX [SECONDS] [DIR]   (MIX: letters w, c, C, r)\n");
+    std::fprintf(stderr, "usage: cpu_mix MIX [SECONDS] [DIR]   (MIX: letters w, c, C, r, b, s)\n");
     return 2;
   }
   const std::string mix = argv[1];
@@ -123,9 +145,10 @@ int main(int argc, char** argv) {
         files.push_back({e.path().string(), (e.file_size() + 4095) / 4096 * 4096});
     }
   }
-  if (mix.find_first_not_of("wcCr") != std::string::npos || seconds <= 0 ||
-      (mix.find('r') != std::string::npos && files.empty())) {
-    std::fprintf(stderr, "cpu_mix: MIX is letters w, c, C, r; r needs a DIR with files\n");
+  if (mix.find_first_not_of("wcCrbs") != std::string::npos || seconds <= 0 ||
+      (mix.find_first_of("rb") != std::string::npos && files.empty())) {
+    std::fprintf(stderr,
+                 "cpu_mix: MIX is letters w, c, C, r, b, s; r and b need a DIR with files\n");
     return 2;
   }
   std::vector<Tally> tally(mix.size());
@@ -142,8 +165,11 @@ int main(int argc, char** argv) {
       case 'C':
         threads.emplace_back(Copier, std::ref(t), 0.0);
         break;
+      case 's':
+        threads.emplace_back(Spinner, std::ref(t));
+        break;
       default:
-        threads.emplace_back(Reader, std::ref(t), std::cref(files));
+        threads.emplace_back(Reader, std::ref(t), std::cref(files), mix[k] == 'r');
         break;
     }
   }
