@@ -124,7 +124,7 @@ class Reader final : public ReadCallback {
 // Beside such spinners a read waited 0-9 us on an H100 host's 2 cores where the loader's
 // reads lost about 50 us each; on this repository's 2-core VM 30-47 us against 62-86 beside
 // 1 ms bursts, and advise --verify on real_directory's qd1 variants missed by 7-19 pp with
-// the spinners' measure against 1-8 pp with the bursts' (2026-12-06, README #18).
+// the spinners' measure against 1-8 pp with the bursts' (2026-12-06, docs/status.md #18).
 class Spinners {
  public:
   explicit Spinners(unsigned n) : n_(n), counts_(std::make_unique<Count[]>(n)) {

@@ -15,7 +15,7 @@
 //      20 us sleep between (app/bench_dir.cc's Spinners).
 // For each thread: units done, its CPU time per unit (CLOCK_THREAD_CPUTIME_ID) and its wall
 // rate. Run the letters alone, then together (e.g. `r`, then `wwcr`): on the 2-core VM the
-// reader fell from 9,427 to 5,588 files/s beside the other three (README, issue #18).
+// reader fell from 9,427 to 5,588 files/s beside the other three (docs/status.md, issue #18).
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
