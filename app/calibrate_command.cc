@@ -99,11 +99,9 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
     std::fprintf(
         stderr,
         "  bandwidth %s (%.0f files/s at io_depth %u%s); latency p50 %s p99 %s (%zu reads "
-        "one at a time in %d passes: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n  "
-        "beside a thread "
-        "on every core busy in 1 ms bursts: a read took %s longer (%s beside one fewer) and cost "
-        "the "
-        "cores %s (its own %s)\nwrote %s (storage: {profile: %s})\n",
+        "one at a time in %d passes: p50 %s, p99 %s); iops %.0f (every file's first 4 KiB)\n"
+        "  beside a thread on every core busy in 1 ms bursts: a read took %s longer (%s beside "
+        "one fewer) and cost the cores %s (its own %s)\nwrote %s (storage: {profile: %s})\n",
         FormatRate(fit.model.bandwidth_bytes_per_second).c_str(), fit.deep.files_per_second,
         o.io_depth, PassesText(fit.passes).c_str(),
         FormatDuration(fit.model.latency_p50_seconds).c_str(),
