@@ -436,7 +436,7 @@ void DiskTier::OnReadComplete(const ReadRequest& request, int64_t result) {
 }
 
 void DiskTier::DropLocked(uint64_t id) {
-  policy_->Remove(id);
+  policy_->Remove(id, RoundUp(size_[id], kBlockBytes));
   RemoveFileLocked(id);
 }
 
@@ -490,7 +490,7 @@ void DiskTier::FinishWrite(Write& w) {
   std::lock_guard lock(mu_);
   if (w.error != 0) {
     unlink(w.tmp);
-    policy_->Remove(id);
+    policy_->Remove(id, RoundUp(size_[id], kBlockBytes));
     state_[id].store(kAbsent, std::memory_order_release);
   } else if (drop_after_write_[id]) {
     unlink(w.final);

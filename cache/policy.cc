@@ -69,24 +69,30 @@ class IdLists {
 
 class FillOnce final : public EvictionPolicy {
  public:
-  FillOnce(uint64_t cap, uint64_t n) : EvictionPolicy(cap), size_(std::max<uint64_t>(n, 1)) {}
+  FillOnce(uint64_t cap, uint64_t n)
+      : EvictionPolicy(cap), resident_((std::max<uint64_t>(n, 1) + 63) / 64) {}
   PolicyKind kind() const override { return PolicyKind::kFillOnce; }
-  bool Contains(uint64_t id) const override { return size_[id] != 0; }
+  bool Contains(uint64_t id) const override { return resident_[id / 64] >> (id % 64) & 1; }
   void OnHit(uint64_t, uint64_t) override {}
   bool Admit(uint64_t id, uint64_t bytes, uint64_t, std::vector<uint64_t>&) override {
-    if (bytes == 0 || bytes > UINT32_MAX || used_ + bytes > capacity_) return false;
+    if (bytes == 0 || used_ + bytes > capacity_) return false;
     used_ += bytes;
-    size_[id] = static_cast<uint32_t>(bytes);
+    resident_[id / 64] |= uint64_t{1} << (id % 64);
     return true;
   }
-  void Remove(uint64_t id) override {
-    used_ -= size_[id];
-    size_[id] = 0;
+  void Remove(uint64_t id, uint64_t bytes) override {
+    if (!Contains(id)) return;
+    used_ -= bytes;
+    resident_[id / 64] &= ~(uint64_t{1} << (id % 64));
   }
 
  private:
-  // 0 = not resident. 32 bits: the simulator holds one per id per node of a large cluster.
-  ZeroedArray<uint32_t> size_;
+  // A bit per id and no sizes (Remove is told the size): the simulator holds one set per node
+  // of a large cluster, asks it on every read and adds to it on every miss, all over the ids. A
+  // 32-bit size per id (0 = absent) had a 125-node cluster over 1.28 M ids read and write
+  // 640 MB at random, a third of a simulation's time (perf, 2026-12-07, docs/status.md); a bit
+  // per id is 20 MB.
+  ZeroedArray<uint64_t> resident_;
 };
 
 // FIFO and LRU differ only in what a hit does.
@@ -104,7 +110,7 @@ class Queue final : public EvictionPolicy {
     if (bytes > capacity_ || bytes == 0) return false;
     while (used_ + bytes > capacity_) {
       const uint32_t victim = lists_.back(0);
-      Remove(victim);
+      Forget(victim);
       evicted.push_back(victim);
       ++evictions_;
     }
@@ -113,14 +119,16 @@ class Queue final : public EvictionPolicy {
     used_ += bytes;
     return true;
   }
-  void Remove(uint64_t id) override {
+  void Remove(uint64_t id, uint64_t) override { Forget(id); }
+
+ private:
+  void Forget(uint64_t id) {
     if (!lists_.size(id)) return;
     lists_.Remove(static_cast<uint32_t>(id));
     used_ -= lists_.size(id);
     lists_.size(id) = 0;
   }
 
- private:
   const bool lru_;
   IdLists lists_;
 };
@@ -152,7 +160,7 @@ class S3Fifo final : public EvictionPolicy {
     freq_[id] = 0;
     return true;
   }
-  void Remove(uint64_t id) override {
+  void Remove(uint64_t id, uint64_t) override {
     if (Contains(id)) Unlink(id);
   }
 
@@ -246,7 +254,7 @@ class Belady final : public EvictionPolicy {
       freed += size_[victim];
     }
     for (uint64_t v : candidates_) {
-      Remove(v);
+      Forget(v);
       evicted.push_back(v);
       ++evictions_;
     }
@@ -257,14 +265,16 @@ class Belady final : public EvictionPolicy {
     Push(id);
     return true;
   }
-  void Remove(uint64_t id) override {
+  void Remove(uint64_t id, uint64_t) override { Forget(id); }
+
+ private:
+  void Forget(uint64_t id) {
     if (!size_[id]) return;
     used_ -= size_[id];
     size_[id] = 0;
     --count_;
   }
 
- private:
   // Max-heap of (next access, id) with lazy deletion: an entry is valid while the id is
   // resident and its next access still matches.
   void Push(uint64_t id) {

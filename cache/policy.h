@@ -64,8 +64,9 @@ class EvictionPolicy {
   // Offers a non-resident id of `bytes`. Returns true when admitted; the ids evicted to make
   // room are appended to `evicted`. Nothing is evicted for an id that is refused.
   virtual bool Admit(uint64_t id, uint64_t bytes, uint64_t now, std::vector<uint64_t>& evicted) = 0;
-  // Forgets a resident id (its bytes turned out bad).
-  virtual void Remove(uint64_t id) = 0;
+  // Forgets a resident id (its bytes turned out bad). `bytes`: what Admit was given for it
+  // (fill-once keeps no sizes; the others ignore it).
+  virtual void Remove(uint64_t id, uint64_t bytes) = 0;
 
   uint64_t used_bytes() const { return used_; }
   uint64_t capacity_bytes() const { return capacity_; }

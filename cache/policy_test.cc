@@ -64,6 +64,29 @@ TEST(Policy, FillOnceHitRatioIsCapacityOverDataset) {
   }
 }
 
+// Remove forgets an id and gives back its bytes, in every policy: ids on both sides of a
+// 64-id word (fill-once keeps a bit per id), an absent id changes nothing, and the freed room
+// admits again.
+TEST(Policy, RemoveForgetsAnIdAndFreesItsBytes) {
+  EpochOrderOracle oracle(200, 2, [](uint64_t e, std::vector<uint64_t>& o) { Shuffle(e, o, 200); });
+  for (const auto& [kind, name] : kPolicyNames) {
+    auto p = EvictionPolicy::Make(kind, 600, 200, &oracle);
+    std::vector<uint64_t> evicted;
+    for (uint64_t id : {63, 64, 127}) ASSERT_TRUE(p->Admit(id, 200, 0, evicted)) << name << id;
+    EXPECT_EQ(p->used_bytes(), 600u) << name;
+    p->Remove(64, 200);
+    EXPECT_FALSE(p->Contains(64)) << name;
+    EXPECT_TRUE(p->Contains(63) && p->Contains(127)) << name;
+    EXPECT_EQ(p->used_bytes(), 400u) << name;
+    p->Remove(5, 200);  // never admitted
+    EXPECT_EQ(p->used_bytes(), 400u) << name;
+    evicted.clear();
+    EXPECT_TRUE(p->Admit(128, 200, 0, evicted)) << name;
+    EXPECT_TRUE(evicted.empty()) << name;
+    EXPECT_EQ(p->used_bytes(), 600u) << name;
+  }
+}
+
 TEST(Policy, LruMatchesTheReferenceSimulationOf100kObjects) {
   // Reference miss ratios for LRU under per-epoch shuffles, 100k objects (issue #3).
   const std::map<double, double> reference = {{0.25, 0.966}, {0.50, 0.847}, {0.75, 0.597}};
