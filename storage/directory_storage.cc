@@ -176,8 +176,11 @@ bool DirectoryStorage::Verify(uint64_t sample, std::span<const std::byte> data) 
 }
 
 void DirectoryStorage::BeginEpoch(int epoch) {
-  if (!options_.storage.cold) return;
-  for (uint64_t i = 0; i < files_.size(); ++i) {
+  if (options_.storage.cold) DropFromPageCache(0, 1);
+}
+
+void DirectoryStorage::DropFromPageCache(uint64_t first, uint64_t stride) const {
+  for (uint64_t i = first; i < files_.size(); i += std::max<uint64_t>(stride, 1)) {
     const int fd = open(files_[i].full.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // the read will report it
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

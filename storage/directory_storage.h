@@ -60,6 +60,8 @@ class DirectoryStorage final : public Storage, private FileReadSource {
   bool can_verify() const override { return seed_.has_value(); }
   bool Verify(uint64_t sample, std::span<const std::byte> data) const override;
   void BeginEpoch(int epoch) override;
+  // Drops files first, first + stride, … from the page cache (BeginEpoch with cold: every file).
+  void DropFromPageCache(uint64_t first, uint64_t stride) const;
   bool needs_epoch_barrier() const override { return options_.storage.cold; }
   void Submit(std::span<const ReadRequest> requests, ReadCallback* callback) override;
   void CancelReads() override { reader_->CancelAll(); }
