@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Run from the repository root on a GPU host with a bundle (BUNDLE_BINS='^stallscope$' tools/bundle.sh
+# build bundle; carry ["bundle"]): bash docs/experiments/qd1-drift-exp.sh (2026-12-07).
 # Does a cold read at a time slow down over a minute of reading on this host (the disk's pace
 # drifting), and does the prediction follow a fresh probe? cold-qd1 with preprocess none.
 set -u

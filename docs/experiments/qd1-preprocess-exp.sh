@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Run from the repository root on a GPU host with a bundle (BUNDLE_BINS='^stallscope$' tools/bundle.sh
+# build bundle; carry ["bundle"]): bash docs/experiments/qd1-preprocess-exp.sh (2026-12-07).
 # cold-qd1 on a GPU host's 2 cores: is the missing read time the workers' interference?
 # A: the variant as shipped (normalize, 2 workers); B: preprocess none. Sims from one profile.
 set -u
