@@ -11,6 +11,7 @@ lscpu | grep 'Model name'; date -u
 [ -d $D ] || $B gen --samples 2000 --quiet "$D"
 $B calibrate -o /tmp/node.yaml 2>&1 | tail -1
 pass(){ $B bench-dir $D --cold --io-depth 1 --io-threads 1 --quiet --json /tmp/b.json >/dev/null 2>&1; python3 -c "import json;d=json.load(open('/tmp/b.json'));print('%.0f files/s' % d.get('files_per_second', 0))" 2>/dev/null || python3 -c "import json;print(list(json.load(open('/tmp/b.json')).keys()))"; }
+python3 $PWD/docs/experiments/qd1-read-order.py $D
 echo "passes alone, back to back:"; for k in $(seq 1 20); do echo "$(date -u +%T.%N | cut -c1-12) $(pass)"; done
 val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print(round(v['gpu_idle_fraction']*100,1), round(v.get('samples_per_second',0)))"; }
 for k in 1 2 3 4 5; do
