@@ -1,0 +1,28 @@
+# python3 qd1-trace-sum.py TRACE.json...: per trace (a run's or a simulation's), the medians of
+# each kind of span, the time between two batches' fetch ends, the stalls summed by stage and,
+# for a run, the time between two reads' ends (a depth-1 read's time in the run).
+import json, sys
+from collections import defaultdict
+def med(v):
+    v = sorted(v); return v[len(v) // 2] if v else 0
+for f in sys.argv[1:]:
+    d = json.load(open(f)); ev = d['traceEvents'] if isinstance(d, dict) else d
+    X = [e for e in ev if e.get('ph') == 'X']
+    kinds = defaultdict(list); stalls = defaultdict(float)
+    for e in X:
+        k = e['name'].split(' ')[0]
+        if e.get('cat') == 'stall': stalls[e['name']] += e['dur'] / 1000
+        else: kinds[k].append(e['dur'])
+    fe = sorted(e['ts'] + e['dur'] for e in X if e['name'].startswith('fetch'))
+    ends = sorted(e['ts'] + e['dur'] for e in X if e.get('cat') == 'read')
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    small = [g for g in gaps if g <= 1000]
+    span = (max(e['ts'] + e['dur'] for e in X) - min(e['ts'] for e in X)) / 1000
+    out = '%s: %.0f ms; ' % (f.split('/')[-1], span)
+    out += ' '.join('%s p50 %.0fus n%d' % (k, med(v), len(v)) for k, v in sorted(kinds.items()) if k != 'read')
+    out += ' | fetch-end gap p50 %.0fus' % med([b - a for a, b in zip(fe, fe[1:])])
+    if gaps:
+        out += ' | read-end gap p50 %.0f mean(<=1ms) %.0f us, %d gaps >1ms %.0f ms' % (
+            med(gaps), sum(small) / max(1, len(small)), len(gaps) - len(small), sum(g for g in gaps if g > 1000) / 1000)
+    out += ' | stalls ms ' + ' '.join('%s %.0f' % (k.split(' ')[1], v) for k, v in sorted(stalls.items()))
+    print(out)
