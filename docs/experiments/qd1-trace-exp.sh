@@ -7,17 +7,19 @@ set -u
 export LD_LIBRARY_PATH=$PWD/bundle/lib
 T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
 D=$PWD/qd1-data; O=${OUT:-/tmp}
-lscpu | grep 'Model name'; date -u
+lscpu | grep "Model name"; uname -r; cat /sys/kernel/debug/sched/base_slice_ns 2>/dev/null; date -u
 [ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
 $B calibrate -o $O/node.yaml 2>&1 | tail -1
 S="scenarios/real_directory.yaml --variant cold-qd1 --set dataset.path=$D"
 val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('idle %.1f' % (v['gpu_idle_fraction']*100))"; }
 for round in 1 2; do
   $B calibrate --dir $D --cold --io-depth 1 -o $O/p$round.yaml >/dev/null 2>&1
-  $B simulate $S --set storage.profile=$O/p$round.yaml --node-profile $O/node.yaml --json /tmp/s.json --trace $O/sim$round.json --quiet >/dev/null 2>&1
-  echo "round $round predicted $(val /tmp/s.json)"
-  for k in 1 2; do for dev in cuda emulated; do
-    $B run $S --set gpu.device=$dev --quiet --json /tmp/r.json --trace $O/run$round-$k-$dev.json >/dev/null 2>&1
+  for kind in normalize none; do
+    $B simulate $S --set loader.preprocess.kind=$kind --set storage.profile=$O/p$round.yaml --node-profile $O/node.yaml --json /tmp/s.json --trace $O/sim$round-$kind.json --quiet >/dev/null 2>&1
+    echo "round $round $kind predicted $(val /tmp/s.json)"
+  done
+  for k in 1 2; do for dev in cuda emulated none; do
+    sa=(--set gpu.device=$dev); [ $dev = none ] && sa=(--set loader.preprocess.kind=none); $B run $S "${sa[@]}" --quiet --json /tmp/r.json --trace $O/run$round-$k-$dev.json >/dev/null 2>&1
     echo "run $round-$k $dev $(val /tmp/r.json)"
   done; done
 done

@@ -6,7 +6,11 @@ from collections import defaultdict
 def med(v):
     v = sorted(v); return v[len(v) // 2] if v else 0
 for f in sys.argv[1:]:
-    d = json.load(open(f)); ev = d['traceEvents'] if isinstance(d, dict) else d
+    try:
+        d = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    ev = d['traceEvents'] if isinstance(d, dict) else d
     X = [e for e in ev if e.get('ph') == 'X']
     kinds = defaultdict(list); stalls = defaultdict(float)
     for e in X:
