@@ -7,7 +7,7 @@ set -u
 export LD_LIBRARY_PATH=$PWD/bundle/lib
 T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
 D=$PWD/qd1-data; O=${OUT:-/tmp}
-lscpu | grep "Model name"; uname -r; cat /sys/kernel/debug/sched/base_slice_ns 2>/dev/null; date -u
+lscpu | grep -E "Model name|Thread|Core|Socket"; lscpu -e | head -5; uname -r; cat /sys/kernel/debug/sched/base_slice_ns 2>/dev/null; date -u
 [ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
 $B calibrate -o $O/node.yaml 2>&1 | tail -1
 S="scenarios/real_directory.yaml --variant cold-qd1 --set dataset.path=$D"
