@@ -12,7 +12,7 @@ lscpu | grep -E "Model name|Thread|Core|Socket"; lscpu -e | head -5; uname -r; c
 $B calibrate -o $O/node.yaml 2>&1 | tail -1
 S="scenarios/real_directory.yaml --variant cold-qd1 --set dataset.path=$D"
 val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('idle %.1f' % (v['gpu_idle_fraction']*100))"; }
-for round in 1 2; do
+for round in $(seq 1 ${ROUNDS:-2}); do
   $B calibrate --dir $D --cold --io-depth 1 -o $O/p$round.yaml >/dev/null 2>&1
   for kind in normalize none; do
     $B simulate $S --set loader.preprocess.kind=$kind --set storage.profile=$O/p$round.yaml --node-profile $O/node.yaml --json /tmp/s.json --trace $O/sim$round-$kind.json --quiet >/dev/null 2>&1
