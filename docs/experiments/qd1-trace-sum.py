@@ -28,5 +28,20 @@ for f in sys.argv[1:]:
     if gaps:
         out += ' | read-end gap p50 %.0f mean(<=1ms) %.0f us, %d gaps >1ms %.0f ms' % (
             med(gaps), sum(small) / max(1, len(small)), len(gaps) - len(small), sum(g for g in gaps if g > 1000) / 1000)
+    # Reads beside workers: the time with both workers working on chunks, and the reads that
+    # ended then (per ms, against the whole run's pace). 0 there: the I/O thread got no core.
+    W = sorted([(e['ts'], 1) for e in X if e['name'].startswith('preprocess')] +
+               [(e['ts'] + e['dur'], -1) for e in X if e['name'].startswith('preprocess')])
+    n, start, both = 0, None, []
+    for t, dn in W:
+        was = n; n += dn
+        if was < 2 <= n: start = t
+        if was >= 2 > n: both.append((start, t))
+    if both and ends:
+        import bisect
+        both_ms = sum(b - a for a, b in both) / 1000
+        inside = sum(bisect.bisect_left(ends, b) - bisect.bisect_left(ends, a) for a, b in both)
+        out += ' | both workers busy %.0f ms: reads %.1f/ms then, %.1f/ms overall' % (
+            both_ms, inside / both_ms, len(ends) / ((ends[-1] - ends[0]) / 1000))
     out += ' | stalls ms ' + ' '.join('%s %.0f' % (k.split(' ')[1], v) for k, v in sorted(stalls.items()))
     print(out)
