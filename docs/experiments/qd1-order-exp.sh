@@ -11,7 +11,7 @@ export LD_LIBRARY_PATH=$PWD/bundle/lib
 T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
 D=$PWD/qd1-data
 lscpu | grep 'Model name'; date -u
-$B gen --samples 2000 --quiet "$D"; sync
+[ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
 $B calibrate -o /tmp/node.yaml 2>&1 | tail -1
 python3 $PWD/docs/experiments/qd1-read-order.py $D
 fps(){ python3 -c "import json;d=json.load(open('/tmp/b.json'));print('%.0f files/s p50 %.1f us' % (d['files_per_second'], d['latency_seconds']['p50']*1e6))"; }

@@ -1,7 +1,7 @@
 # python3 qd1-trace-sum.py TRACE.json...: per trace (a run's or a simulation's), the medians of
 # each kind of span, the time between two batches' fetch ends, the stalls summed by stage and,
 # for a run, the time between two reads' ends (a depth-1 read's time in the run).
-import json, sys
+import bisect, json, sys
 from collections import defaultdict
 def med(v):
     v = sorted(v); return v[len(v) // 2] if v else 0
@@ -38,7 +38,6 @@ for f in sys.argv[1:]:
         if was < 2 <= n: start = t
         if was >= 2 > n: both.append((start, t))
     if both and ends:
-        import bisect
         both_ms = sum(b - a for a, b in both) / 1000
         inside = sum(bisect.bisect_left(ends, b) - bisect.bisect_left(ends, a) for a, b in both)
         out += ' | both workers busy %.0f ms: reads %.1f/ms then, %.1f/ms overall' % (
