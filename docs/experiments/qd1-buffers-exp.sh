@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run from the repository root on a GPU host with a bundle built from a tree with
-# docs/experiments/probe-rotating-buffers.patch applied (an experiment-only SS_BUFS switch: at
+# docs/experiments/probe-qd1-sched.patch applied (an experiment-only SS_BUFS switch: at
 # depth 1 the directory measure reads each file into the next of N buffers, touched first, as
 # the loader reads into its batches' slots, in place of one buffer over and over):
-#   git apply docs/experiments/probe-rotating-buffers.patch && ninja -C build stallscope &&
+#   git apply docs/experiments/probe-qd1-sched.patch && ninja -C build stallscope &&
 #   BUNDLE_BINS='^stallscope$' tools/bundle.sh build bundle; carry ["bundle"]
 #   bash docs/experiments/qd1-buffers-exp.sh   (2026-12-07)
 # A buffered read copies the file from the page cache into the buffer: does a cold (rotating)

@@ -1,6 +1,8 @@
 # python3 qd1-trace-sum.py TRACE.json...: per trace (a run's or a simulation's), the medians of
 # each kind of span, the time between two batches' fetch ends, the stalls summed by stage and,
-# for a run, the time between two reads' ends (a depth-1 read's time in the run).
+# for a run, the time between two reads' ends (a depth-1 read's time in the run) and where its
+# gaps over 1 ms begin: at a chunk's start (the workers woke to a batch), and how many workers
+# were on a chunk halfway through the gap.
 import bisect, json, sys
 from collections import defaultdict
 def med(v):
@@ -28,6 +30,14 @@ for f in sys.argv[1:]:
     if gaps:
         out += ' | read-end gap p50 %.0f mean(<=1ms) %.0f us, %d gaps >1ms %.0f ms' % (
             med(gaps), sum(small) / max(1, len(small)), len(gaps) - len(small), sum(g for g in gaps if g > 1000) / 1000)
+        chunks = [(e['ts'], e['ts'] + e['dur']) for e in X if e['name'].startswith('preprocess')]
+        big = [(a, b) for a, b in zip(ends, ends[1:]) if b - a > 1000]
+        if big and chunks:
+            at_start = sum(1 for a, b in big if any(a - 50 <= s0 <= a + 300 for s0, _ in chunks))
+            mid = [sum(1 for s0, f0 in chunks if s0 <= (a + b) / 2 <= f0) for a, b in big]
+            out += ' (median %.0f us; %d begin as a chunk starts; workers on a chunk mid-gap: %s)' % (
+                med([b - a for a, b in big]), at_start,
+                ' '.join('%d:%d' % (k, mid.count(k)) for k in sorted(set(mid))))
     # Reads beside workers: the time with both workers working on chunks, and the reads that
     # ended then (per ms, against the whole run's pace). 0 there: the I/O thread got no core.
     W = sorted([(e['ts'], 1) for e in X if e['name'].startswith('preprocess')] +
