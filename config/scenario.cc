@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/thread_slice.h"
 #include "base/units.h"
 #include "cache/policy.h"
 #include "config/node_profile.h"
@@ -249,6 +250,11 @@ void ReadLoader(Section s, LoaderOptions& l) {
   l.retries = s.Integer<uint32_t>("retries", l.retries, 0, kMaxRetries);
   l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
   l.io.read_timeout = s.Duration("read_timeout", l.io.read_timeout);
+  l.io.io_slice = s.Duration("io_slice", l.io.io_slice);
+  if (l.io.io_slice > 0 && (l.io.io_slice < kMinThreadSlice || l.io.io_slice > kMaxThreadSlice)) {
+    s.ctx().Fail(s.Get("io_slice"), s.Path("io_slice"),
+                 "expected 0 (the kernel's slice) or 100us to 100ms");
+  }
   s.Finish();
 }
 

@@ -93,6 +93,18 @@ TEST(Scenario, NegativeAndZeroSizesAreRefused) {
               "cache.tiers.0.capacity: must be a positive size");
   ExpectError("loader: {batch_size: 0}\n", "loader.batch_size: must be at least 1, got 0");
   ExpectError("loader: {workers: -2}\n", "loader.workers: must be at least 1, got -2");
+  ExpectError("loader: {io_slice: 50us}\n",
+              "s.yaml:1:20: loader.io_slice: expected 0 (the kernel's slice) or 100us to 100ms");
+  ExpectError("loader: {io_slice: 1s}\n", "loader.io_slice: expected 0");
+}
+
+TEST(Scenario, IoSliceDefaultsTo100usAndZeroLeavesTheKernels) {
+  auto slice = [](const std::string& yaml) {
+    return ScenarioFile::Parse(yaml, "s.yaml").Resolve("base").loader.io.io_slice;
+  };
+  EXPECT_DOUBLE_EQ(slice("name: t\n"), 100e-6);
+  EXPECT_DOUBLE_EQ(slice("loader: {io_slice: 0}\n"), 0);
+  EXPECT_DOUBLE_EQ(slice("loader: {io_slice: 2ms}\n"), 2e-3);
 }
 
 TEST(Scenario, BadUnitIsNamed) {

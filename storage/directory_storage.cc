@@ -98,7 +98,7 @@ DirectoryStorage::DirectoryStorage(const DirectoryStorageOptions& options) : opt
   reader_ = std::make_unique<UringFileReader>(
       static_cast<const FileReadSource&>(*this),
       UringFileReader::Options{options.io.io_threads, options.io.io_depth, direct_,
-                               options.use_io_uring, options.io.read_timeout});
+                               options.use_io_uring, options.io.read_timeout, options.io.io_slice});
   uring_ok_ = reader_->uses_io_uring();
   if (!uring_ok_ && options.use_io_uring && !options.quiet) {
     std::fprintf(stderr, "notice: io_uring refused (%s); reading with pread\n",

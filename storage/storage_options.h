@@ -3,7 +3,7 @@
 //   dataset.*   DatasetOptions     what the samples are
 //   storage.*   StorageOptions     where they come from (the simulated storage's model, or a
 //                                  directory's direct_io and cold)
-//   loader.io_depth, io_threads, read_timeout   IoOptions   how a directory is read
+//   loader.io_depth, io_threads, read_timeout, io_slice   IoOptions   how a directory is read
 //
 // Thread-safety: plain values.
 #ifndef STALLSCOPE_STORAGE_STORAGE_OPTIONS_H_
@@ -122,6 +122,10 @@ struct IoOptions {
   uint32_t io_depth = DefaultIoDepth();  // reads in flight over all I/O threads (and a disk tier's)
   uint32_t io_threads = DefaultIoThreads();  // I/O threads, one io_uring each
   double read_timeout = 60;  // seconds: the deadline of one file's open and read; 0 = none
+  // Seconds: the scheduler slice each I/O thread asks for (base/thread_slice.h; Linux 6.12 and
+  // later), so a finished read is taken up without waiting out a worker's slice; 0 = the
+  // kernel's default.
+  double io_slice = 100e-6;
 
   bool operator==(const IoOptions&) const = default;
 };

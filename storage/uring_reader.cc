@@ -16,6 +16,7 @@
 
 #include "base/align.h"
 #include "base/start_thread.h"
+#include "base/thread_slice.h"
 #include "storage/uring_ring.h"
 
 namespace stallscope {
@@ -54,7 +55,7 @@ thread_local const void* tls_io_thread = nullptr;
 class UringFileReader::IoThread {
  public:
   IoThread(const FileReadSource* source, uint32_t depth, bool try_uring, bool direct,
-           double deadline)
+           double deadline, double slice)
       : source_(source),
         depth_(std::max<uint32_t>(depth, 1)),
         direct_(direct),
@@ -69,8 +70,10 @@ class UringFileReader::IoThread {
     }
     slots_.resize(depth_);
     for (uint32_t i = 0; i < depth_; ++i) free_slots_.push_back(depth_ - 1 - i);
-    thread_ = StartThread("an I/O thread", [this] {
+    thread_ = StartThread("an I/O thread", [this, slice] {
       tls_io_thread = this;
+      // Where the kernel takes the request: a kernel that ignores it reads as before.
+      if (slice > 0) SetThreadSlice(slice);
       uring_ ? RunUring() : RunPread();
     });
   }
@@ -427,7 +430,7 @@ UringFileReader::UringFileReader(const FileReadSource& source, const Options& o)
   depth_per_thread_ = depth;
   for (uint32_t i = 0; i < n; ++i) {
     threads_.push_back(
-        std::make_unique<IoThread>(&source, depth, o.use_io_uring, o.direct, o.deadline));
+        std::make_unique<IoThread>(&source, depth, o.use_io_uring, o.direct, o.deadline, o.slice));
   }
   uring_ok_ = threads_.front()->uring();
   uring_error_ = threads_.front()->uring_error();

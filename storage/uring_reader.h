@@ -56,6 +56,8 @@ class UringFileReader {
     bool direct = false;
     bool use_io_uring = true;
     double deadline = 0;  // seconds per file from its submission to the kernel; 0: none
+    double slice =
+        0;  // seconds: each I/O thread's scheduler slice (SetThreadSlice); 0: the kernel's
   };
   UringFileReader(const FileReadSource& source, const Options& options);
   ~UringFileReader();
