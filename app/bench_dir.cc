@@ -335,6 +335,7 @@ std::string DirectoryProfileYaml(const DirectoryStorageOptions& d, const Directo
   info.direct_io = fit.deep.direct;  // false where the filesystem refused O_DIRECT
   info.io_depth = d.io.io_depth;
   info.io_threads = d.io.io_threads;
+  info.io_slice = d.io.io_slice;
   info.files = fit.deep.files;
   info.probe_reads = fit.probe.latencies.size();
   info.probe_files = info.probe_reads / std::max(fit.probe_passes, 1);

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "app/bench_dir.h"
 #include "app/budget.h"
 #include "app/commands.h"
 #include "base/errors.h"
+#include "base/thread_slice.h"
 #include "base/units.h"
 #include "config/node_profile.h"
 #include "sim/host_model.h"
@@ -78,6 +80,14 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   d.storage.direct_io = o.direct;
   d.io.io_depth = o.io_depth;
   d.io.io_threads = o.io_threads;
+  if (!o.io_slice.empty()) {
+    const std::optional<double> slice = ParseDuration(o.io_slice);
+    if (!slice || (*slice != 0 && (*slice < kMinThreadSlice || *slice > kMaxThreadSlice))) {
+      throw BadInput("--io-slice " + o.io_slice +
+                     ": expected 0 (the kernel's slice) or 100us to 100ms");
+    }
+    d.io.io_slice = *slice;
+  }
   d.quiet = o.quiet;
   std::error_code ec;
   if (!std::filesystem::is_directory(o.dir, ec)) {
@@ -154,9 +164,9 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
     throw BadInput(fmt::format("--trials {}: expected 1 to 1000", o.trials));
   }
   if (o.dir.empty() && (o.cold || o.direct || o.io_depth != IoOptions{}.io_depth ||
-                        o.io_threads != IoOptions{}.io_threads)) {
+                        o.io_threads != IoOptions{}.io_threads || !o.io_slice.empty())) {
     throw BadInput(
-        "--cold, --direct, --io-depth and --io-threads measure a directory: give "
+        "--cold, --direct, --io-depth, --io-threads and --io-slice measure a directory: give "
         "it with --dir DIR");
   }
   if (o.io_depth < 1 || o.io_depth > 4096) {

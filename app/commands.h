@@ -80,6 +80,7 @@ struct CalibrateCommandOptions {
   std::string dir;
   bool cold = false, direct = false;
   uint32_t io_depth = IoOptions{}.io_depth, io_threads = IoOptions{}.io_threads;
+  std::string io_slice;  // the I/O threads' scheduler slice (loader.io_slice); empty: its default
 };
 int CalibrateCommand(const CalibrateCommandOptions& options);
 // What `calibrate` (no --dir) measures and writes: this host as a node profile's text (m gets

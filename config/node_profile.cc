@@ -192,6 +192,8 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   const bool cold = meta.Bool("cold", false), direct = meta.Bool("direct_io", false);
   const uint32_t depth = meta.Integer<uint32_t>("io_depth", 0, 0);
   const uint32_t threads = meta.Integer<uint32_t>("io_threads", 0, 0);
+  // Profiles written before 2026-12-07 do not say (their reads had the kernel's slice).
+  const double slice = meta.node()["io_slice"].IsDefined() ? meta.Duration("io_slice", 0) : -1;
   meta.Integer<uint64_t>("files", 0, 0);
   meta.Integer<uint64_t>("probe_files", 0, 0);
   meta.Size("bytes", 0, false);
@@ -224,6 +226,7 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   top.Finish();
   st.profile_cold = cold;
   st.profile_direct = direct;
+  st.profile_io_slice = slice;
   st.model_source =
       fmt::format("profile {}, {} ({}{}, io_depth {}, {} I/O thread(s), on {})", written, date,
                   cold ? "cold" : "page-cached", direct ? ", O_DIRECT" : "", depth, threads, dir);
@@ -246,13 +249,14 @@ std::string StorageProfileYaml(const SimulatedStorageOptions& m, const StoragePr
       "# runs on the node's cores; read_wait_busy is how much longer a read took beside those\n"
       "# busy threads, read_wait_partial beside them on every core but one.\n"
       "profile:\n  date: {}\n  host: {}\n  path: {}\n  cold: {}\n  direct_io: {}\n"
-      "  io_depth: {}\n  io_threads: {}\n  files: {}\n  probe_files: {}\n  bytes: {}\n"
+      "  io_depth: {}\n  io_threads: {}\n  io_slice: {:.0f}us\n  files: {}\n  probe_files: {}\n  "
+      "bytes: {}\n"
       "storage:\n  bandwidth: {}\n  latency: {{p50: {:.3f}us, p99: {:.3f}us}}\n  iops: {:.0f}\n"
       "  cpu_per_read: {:.3f}us\n  host_per_read: {:.3f}us\n  read_wait_busy: {:.3f}us\n  "
       "read_wait_partial: {:.3f}us\n{}",
       i.path, i.probe_reads, i.probe_files, i.io_depth, i.date, Quoted(i.host), Quoted(i.path),
-      i.cold, i.direct_io, i.io_depth, i.io_threads, i.files, i.probe_files, i.bytes,
-      RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
+      i.cold, i.direct_io, i.io_depth, i.io_threads, i.io_slice * 1e6, i.files, i.probe_files,
+      i.bytes, RateText(m.bandwidth_bytes_per_second), m.latency_p50_seconds * 1e6,
       m.latency_p99_seconds * 1e6, m.iops, m.cpu_per_read_seconds * 1e6,
       m.host_per_read_seconds * 1e6, m.read_wait_busy_seconds * 1e6,
       m.read_wait_partial_seconds * 1e6,

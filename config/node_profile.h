@@ -42,17 +42,19 @@ std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info);
 
 // Storage profiles: a directory's storage as the simulator models it, measured by `stallscope
 // calibrate --dir DIR` (app/bench_dir.h, FitDirectoryStorage) and named by storage.profile:
-//   profile: {date:, host:, path: DIR, cold:, direct_io:, io_depth:, io_threads:, files:, ...}
+//   profile: {date:, host:, path: DIR, cold:, direct_io:, io_depth:, io_threads:, io_slice:, ...}
 //   storage: {bandwidth: 412.000MB/s, latency: {p50: 180us, p99: 900us}, iops: 0}
 // Reads the file `at` names (relative as a node profile) into st.model's bandwidth, latency and
 // iops, and sets st.model_source and the read mode it was measured with (profile_cold,
-// profile_direct). Fails (ScenarioError) naming the file and key.
+// profile_direct, profile_io_slice: -1 where the profile predates io_slice). Fails (ScenarioError)
+// naming the file and key.
 void ReadStorageProfile(config::Section& s, const YAML::Node& at, StorageOptions& st);
 
 struct StorageProfileInfo {
   std::string date, host, path;
   bool cold = false, direct_io = false;
   uint32_t io_depth = 0, io_threads = 0;
+  double io_slice = 0;  // seconds: the I/O threads' scheduler slice (loader.io_slice)
   uint64_t files = 0, probe_files = 0, bytes = 0;
   uint64_t probe_reads = 0;  // the probe's passes over its files, pooled (the comment only)
 };

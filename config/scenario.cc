@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -299,6 +300,19 @@ void ReadCluster(Section s, ClusterOptions& c) {
   s.Finish();
 }
 
+// A storage profile's reads had the I/O threads' slice the scenario gives them: on shared
+// cores the slice moves a read's wait for a core by tens of microseconds.
+void CheckProfileSlice(const Context& ctx, const YAML::Node& root, const Scenario& sc) {
+  const double measured = sc.storage.profile_io_slice, wanted = sc.loader.io.io_slice;
+  if (measured < 0 || std::abs(measured - wanted) < 0.5e-6) return;
+  auto text = [](double s) { return fmt::format("{:.0f}us", s * 1e6); };
+  ctx.Fail(root["storage"]["profile"], "storage.profile",
+           fmt::format("was measured with loader.io_slice {}, but this scenario's is {}: measure "
+                       "one the same way (stallscope calibrate --dir DIR ... --io-slice {} -o "
+                       "FILE)",
+                       text(measured), text(wanted), text(wanted)));
+}
+
 Scenario Convert(const Context& ctx, const YAML::Node& root) {
   Scenario sc;
   sc.file = ctx.file;
@@ -310,6 +324,7 @@ Scenario Convert(const Context& ctx, const YAML::Node& root) {
   ReadStorage(Section(ctx, top.Get("storage"), "storage"), sc.storage);
   ReadCache(Section(ctx, top.Get("cache"), "cache"), sc.cache_tiers, sc.cache_scope);
   ReadLoader(Section(ctx, top.Get("loader"), "loader"), sc.loader);
+  CheckProfileSlice(ctx, root, sc);
   ReadGpu(Section(ctx, top.Get("gpu"), "gpu"), sc.gpu);
   ReadRun(Section(ctx, top.Get("run"), "run"), sc.run);
   ReadCluster(Section(ctx, top.Get("cluster"), "cluster"), sc.cluster);

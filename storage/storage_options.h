@@ -104,6 +104,7 @@ struct StorageOptions {
   // --dir` measures on a directory).
   std::string model_source;
   bool profile_cold = false, profile_direct = false;  // the read mode storage.profile measured
+  double profile_io_slice = -1;  // seconds: the loader.io_slice it read with; -1: not recorded
 
   bool operator==(const StorageOptions&) const = default;
 };

@@ -352,7 +352,7 @@ TEST_F(Cli, ADirectoryIsSimulatedFromItsMeasuredStorageProfile) {
   ASSERT_EQ(cal.code, 0) << cal.err;
   const std::string text = Slurp(measured);
   for (const char* key :
-       {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8",
+       {"bandwidth:", "latency:", "p50:", "cold: false", "io_depth: 8", "io_slice: 100us",
         "cpu_per_read:", "host_per_read:", "read_wait_busy:", "read_wait_partial:"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from\n" << text;
   }
@@ -426,6 +426,30 @@ storage: {bandwidth: 10GB/s, latency: {p50: 1us, p99: 1us}, iops: 1000}
   ExpectBadInput(Stallscope("simulate " + kScenarios + "/workers_sweep.yaml --set " +
                             "storage.profile=" + slow),
                  "a storage profile models a directory");
+  // Read with another scheduler slice than the profile's (loader.io_slice); a profile written
+  // before the slice was recorded serves any.
+  ExpectBadInput(Stallscope("simulate " + s + " --set storage.profile=" + measured +
+                            " --set loader.io_slice=0"),
+                 "storage.profile: was measured with loader.io_slice 100us, but this scenario's "
+                 "is 0us: measure one the same way (stallscope calibrate --dir DIR ... "
+                 "--io-slice 0us -o FILE)");
+  EXPECT_EQ(Stallscope("simulate " + s + " --quiet --set storage.profile=" + slow +
+                       " --set loader.io_slice=0")
+                .code,
+            0);
+  const std::string kernel_slice =
+      Write("kernel-slice.yaml", R"(profile: {date: 2026-12-07, cold: false, io_slice: 0us}
+storage: {bandwidth: 10MB/s, latency: {p50: 1us, p99: 1us}}
+)");
+  EXPECT_EQ(Stallscope("simulate " + s + " --quiet --set storage.profile=" + kernel_slice +
+                       " --set loader.io_slice=0")
+                .code,
+            0);
+  ExpectBadInput(Stallscope("simulate " + s + " --set storage.profile=" + kernel_slice),
+                 "was measured with loader.io_slice 0us, but this scenario's is 100us");
+  ExpectBadInput(Stallscope("calibrate --dir " + data + " --io-slice 20us"),
+                 "--io-slice 20us: expected 0 (the kernel's slice) or 100us to 100ms");
+  ExpectBadInput(Stallscope("calibrate --io-slice 1ms"), "give it with --dir DIR");
   // One latency value over the profile's: the other stays the profile's.
   EXPECT_EQ(Stallscope("simulate " + s + " --quiet --set storage.profile=" + slow +
                        " --set storage.latency.p99=5ms")

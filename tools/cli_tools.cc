@@ -148,6 +148,9 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateCommandOptions& co) {
   calibrate
       ->add_option("--io-threads", co.io_threads, "With --dir: I/O threads (loader.io_threads)")
       ->capture_default_str();
+  calibrate->add_option("--io-slice", co.io_slice,
+                        "With --dir: the I/O threads' scheduler slice (loader.io_slice: 100us by "
+                        "default, 0 for the kernel's); the profile serves scenarios with the same");
   return calibrate;
 }
 
