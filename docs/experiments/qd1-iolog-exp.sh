@@ -4,12 +4,7 @@
 #   bash docs/experiments/qd1-iolog-exp.sh   (2026-12-07)
 # Where does the I/O thread's time go in cold-qd1 runs: on a core, waiting for one, asleep?
 set -u
-export LD_LIBRARY_PATH=$PWD/bundle/lib
-T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
-D=$PWD/qd1-data; O=${OUT:-/tmp}
-lscpu | grep -E "Model name"; uname -r; date -u
-[ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
-val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('%.1f/%.0f' % (v['gpu_idle_fraction']*100, v['bottleneck']['capacity_samples_per_second'].get('fetch',0)))"; }
+source docs/experiments/qd1-common.sh
 S="scenarios/real_directory.yaml --variant cold-qd1 --set dataset.path=$D"
 for k in 1 2; do for cfg in "0 cuda" "0 emulated" "19 cuda" "0 none"; do
   set -- $cfg; sa=(--set gpu.device=$2); [ $2 = none ] && sa=(--set loader.preprocess.kind=none)

@@ -7,13 +7,8 @@
 # At each batch's start both workers wake to its chunks and the I/O thread waits ~2.9 ms
 # for a core on the GPU host (run traces, 2026-12-07): do lower-priority workers let it read?
 set -u
-export LD_LIBRARY_PATH=$PWD/bundle/lib
-T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
-D=$PWD/qd1-data; O=${OUT:-/tmp}
-lscpu | grep -E "Model name"; uname -r; date -u
-[ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
+source docs/experiments/qd1-common.sh
 $B calibrate -o /tmp/node.yaml 2>&1 | tail -1
-val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('%.1f/%.0f' % (v['gpu_idle_fraction']*100, v['bottleneck']['capacity_samples_per_second'].get('fetch',0)))"; }
 S="scenarios/real_directory.yaml --variant cold-qd1 --set dataset.path=$D"
 for round in $(seq 1 ${ROUNDS:-2}); do
   for n in ${NICES:-0 5 19 -1}; do

@@ -7,13 +7,8 @@
 # online, 1.5 ms with 2) while the I/O thread waits: does a short slice for it help, and does
 # the directory probe's read_wait_busy then predict the runs?
 set -u
-export LD_LIBRARY_PATH=$PWD/bundle/lib
-T="taskset -c 0,1"; B="$T $PWD/bundle/bin/stallscope"
-D=$PWD/qd1-data; O=${OUT:-/tmp}
-lscpu | grep -E "Model name"; uname -r; date -u
-[ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
+source docs/experiments/qd1-common.sh
 $B calibrate -o /tmp/node.yaml 2>&1 | tail -1
-val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('%.1f/%.0f' % (v['gpu_idle_fraction']*100, v['bottleneck']['capacity_samples_per_second'].get('fetch',0)))"; }
 V=${VARIANT:-cold-qd1}; PF=; [ $V = direct-qd1 ] && PF=--direct
 S="scenarios/real_directory.yaml --variant $V --set dataset.path=$D"
 for round in $(seq 1 ${ROUNDS:-2}); do

@@ -7,13 +7,8 @@
 # qd1 runs better with the probe's read_wait_busy/partial, or with those set to 0 (the
 # simulator then charges processor sharing)? Idle %/fetch capacity samples/s.
 set -u
-if [ -x bundle/bin/stallscope ]; then export LD_LIBRARY_PATH=$PWD/bundle/lib; X=$PWD/bundle/bin/stallscope; else X=$PWD/build/tools/stallscope; fi
-T="taskset -c 0,1"; B="$T $X"
-D=${DATA:-$PWD/qd1-data}
-lscpu | grep -E "Model name"; uname -r; date -u
-[ -d $D ] || { $B gen --samples 2000 --quiet "$D"; sync; }
+source docs/experiments/qd1-common.sh
 $B calibrate -o /tmp/node.yaml 2>&1 | tail -1
-val(){ python3 -c "import json;v=json.load(open('$1'))['variants'][0];print('%.1f/%.0f' % (v['gpu_idle_fraction']*100, v['bottleneck']['capacity_samples_per_second'].get('fetch',0)))"; }
 for V in ${VARIANTS:-cold-qd1 direct-qd1}; do
   PF=; [ $V = direct-qd1 ] && PF=--direct
   S="scenarios/real_directory.yaml --variant $V --set dataset.path=$D"
