@@ -82,9 +82,8 @@ int CalibrateDirectory(const CalibrateCommandOptions& o, ProfileOutput& out) {
   d.io.io_threads = o.io_threads;
   if (!o.io_slice.empty()) {
     const std::optional<double> slice = ParseDuration(o.io_slice);
-    if (!slice || (*slice != 0 && (*slice < kMinThreadSlice || *slice > kMaxThreadSlice))) {
-      throw BadInput("--io-slice " + o.io_slice +
-                     ": expected 0 (the kernel's slice) or 100us to 100ms");
+    if (!slice || !IsSliceRequest(*slice)) {
+      throw BadInput("--io-slice " + o.io_slice + ": " + kSliceRange);
     }
     d.io.io_slice = *slice;
   }

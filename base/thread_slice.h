@@ -26,6 +26,13 @@ namespace stallscope {
 // The kernel's bounds on a requested slice.
 inline constexpr double kMinThreadSlice = 100e-6, kMaxThreadSlice = 100e-3;
 
+// A slice a user may ask for (loader.io_slice, calibrate --io-slice): 0 keeps the kernel's
+// default; anything else within the kernel's bounds. kSliceRange says so in an error.
+inline bool IsSliceRequest(double seconds) {
+  return seconds == 0 || (seconds >= kMinThreadSlice && seconds <= kMaxThreadSlice);
+}
+inline constexpr const char* kSliceRange = "expected 0 (the kernel's slice) or 100us to 100ms";
+
 namespace thread_slice_internal {
 // struct sched_attr as of Linux 5.3 (glibc 2.36 declares no wrapper; <linux/sched/types.h>
 // clashes with <sched.h>).

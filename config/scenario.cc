@@ -252,10 +252,8 @@ void ReadLoader(Section s, LoaderOptions& l) {
   l.retry_backoff = s.Duration("retry_backoff", l.retry_backoff);
   l.io.read_timeout = s.Duration("read_timeout", l.io.read_timeout);
   l.io.io_slice = s.Duration("io_slice", l.io.io_slice);
-  if (l.io.io_slice > 0 && (l.io.io_slice < kMinThreadSlice || l.io.io_slice > kMaxThreadSlice)) {
-    s.ctx().Fail(s.Get("io_slice"), s.Path("io_slice"),
-                 "expected 0 (the kernel's slice) or 100us to 100ms");
-  }
+  if (!IsSliceRequest(l.io.io_slice))
+    s.ctx().Fail(s.Get("io_slice"), s.Path("io_slice"), kSliceRange);
   s.Finish();
 }
 
