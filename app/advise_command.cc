@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
 
 #include "app/bench_dir.h"
 #include "app/commands.h"
@@ -65,15 +67,30 @@ nlohmann::json PointJson(const AdvisePoint& p) {
           {"disk_entries_at_start", p.disk_entries_at_start}};
 }
 
+// Real runs (emulated device) of one point under --verify: each run's idle, and the GPU's
+// busy and measured seconds, which pool the runs into one idle over all their time.
+struct VerifyRuns {
+  std::vector<double> idle, busy, window;
+  double Seconds() const { return std::accumulate(window.begin(), window.end(), 0.0); }
+  double Pooled() const {
+    const double w = Seconds();
+    return w > 0 ? 1 - std::accumulate(busy.begin(), busy.end(), 0.0) / w : 0;
+  }
+};
+
 // A real run (emulated device) of the scenario with the point's changes.
-double Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p) {
+void Measure(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p,
+             VerifyRuns& into) {
   std::vector<Override> sets = o.sets;
   for (Override& x : PointSets(p)) sets.push_back(std::move(x));
   sets.push_back(ParseSetArgument("gpu.device=emulated"));
   const Scenario s = file.Resolve(o.variant, sets);
   auto storage = MakeStorage(s, true);
   EmulatedDevice device(s.gpu.step_time);
-  return RunVariant(s, *storage, device, RunHooks{.quiet = true}).gpu_idle_fraction;
+  const VariantResult v = RunVariant(s, *storage, device, RunHooks{.quiet = true});
+  into.idle.push_back(v.gpu_idle_fraction);
+  into.busy.push_back(v.busy_seconds);
+  into.window.push_back(v.window_seconds);
 }
 
 // A directory scenario without storage.profile: the simulator would read it as storage without
@@ -134,11 +151,14 @@ std::string MeasureThisHost(const Scenario& s, const std::string& variant) {
 }
 
 // --verify: the current point and the best-ranked change a run on this host can make (more
-// cores than it has, a faster disk under a directory, a faster NIC it cannot), each run `runs`
-// times, alternated, the median compared with the prediction: one real run of a disk-bound
-// variant scatters by several points on a busy host.
+// cores than it has, a faster disk under a directory, a faster NIC it cannot), run alternated
+// at least `min_runs` times each and until each point's runs measured `min_seconds` (at most
+// kMaxVerifyRuns each), their idle pooled over all that time and compared with the prediction:
+// one short run of a disk-bound variant scatters by several points on a busy host.
+constexpr uint32_t kMaxVerifyRuns = 20;
+
 nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Scenario& base,
-                      const AdviseResult& r, uint32_t runs, bool quiet) {
+                      const AdviseResult& r, uint32_t min_runs, double min_seconds, bool quiet) {
   std::fflush(stdout);  // the advice above before the runs' progress on stderr
   const AdvisePoint* top = nullptr;
   size_t rank = 0;
@@ -153,42 +173,52 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
       passed.push_back({{"rank", k + 1}, {"sets", PointSetText(p)}, {"why", why}});
     }
   }
-  std::vector<double> now_runs, top_runs;
-  const uint32_t total = runs * (top ? 2 : 1);
-  for (uint32_t k = 0; k < runs; ++k) {
-    if (!quiet) {
-      std::fprintf(stderr, "verify: real run %u of %u (current)\n", k * (top ? 2 : 1) + 1, total);
-    }
-    now_runs.push_back(Measure(file, o, r.current));
-    if (!top) continue;
-    if (!quiet)
-      std::fprintf(stderr, "verify: real run %u of %u (change %zu)\n", 2 * k + 2, total, rank);
-    top_runs.push_back(Measure(file, o, *top));
-  }
-  const auto line = [](const char* what, double predicted, const std::vector<double>& v) {
-    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    const double med = Median(v);
-    std::printf("\n  %s: predicted %s, measured %s", what, Pct(predicted).c_str(),
-                Pct(med).c_str());
-    if (v.size() > 1) {
-      std::printf(" (median of %zu runs, %s–%s)", v.size(), Pct(*lo).c_str(), Pct(*hi).c_str());
-    }
-    std::printf(", %+.1f pp", (predicted - med) * 100);
-    return nlohmann::json{{"predicted", predicted}, {"measured", med}, {"runs", v}};
+  VerifyRuns now, best;
+  const auto enough = [&](const VerifyRuns& v) {
+    return v.idle.size() >= kMaxVerifyRuns ||
+           (v.idle.size() >= min_runs && v.Seconds() >= min_seconds);
   };
-  std::printf("\nverify (real runs on this host, emulated device, %u of each%s):", runs,
-              top && runs > 1 ? ", alternated" : "");
+  while (!enough(now) || (top && !enough(best))) {
+    if (!quiet) {
+      std::fprintf(stderr, "verify: real run %zu (current), %.1f s of %.1f s measured\n",
+                   now.idle.size() + 1, now.Seconds(), min_seconds);
+    }
+    Measure(file, o, r.current, now);
+    if (!top) continue;
+    if (!quiet) {
+      std::fprintf(stderr, "verify: real run %zu (change %zu), %.1f s of %.1f s measured\n",
+                   best.idle.size() + 1, rank, best.Seconds(), min_seconds);
+    }
+    Measure(file, o, *top, best);
+  }
+  const auto line = [](const char* what, double predicted, const VerifyRuns& v) {
+    const auto [lo, hi] = std::minmax_element(v.idle.begin(), v.idle.end());
+    const double pooled = v.Pooled();
+    std::printf("\n  %s: predicted %s, measured %s", what, Pct(predicted).c_str(),
+                Pct(pooled).c_str());
+    if (v.idle.size() > 1) {
+      std::printf(" (%zu runs pooled, %.1f s; runs %s–%s, median %s)", v.idle.size(), v.Seconds(),
+                  Pct(*lo).c_str(), Pct(*hi).c_str(), Pct(Median(v.idle)).c_str());
+    }
+    std::printf(", %+.1f pp", (predicted - pooled) * 100);
+    return nlohmann::json{{"predicted", predicted},   {"measured", pooled},
+                          {"median", Median(v.idle)}, {"runs", v.idle},
+                          {"busy_seconds", v.busy},   {"window_seconds", v.window}};
+  };
+  std::printf("\nverify (real runs on this host, emulated device, %zu of each%s):", now.idle.size(),
+              top && now.idle.size() > 1 ? ", alternated" : "");
   for (const nlohmann::json& p : passed) {
     std::printf("\n  change %zu (%s): not run, %s", p["rank"].get<size_t>(),
                 p["sets"].get<std::string>().c_str(), p["why"].get<std::string>().c_str());
   }
-  nlohmann::json out = {{"runs_each", runs},
+  nlohmann::json out = {{"runs_each", now.idle.size()},
+                        {"min_seconds", min_seconds},
                         {"node", base.cluster.node.source},
-                        {"current", line("current", r.current.idle, now_runs)},
+                        {"current", line("current", r.current.idle, now)},
                         {"not_run", passed}};
   if (top) {
     const std::string what = fmt::format("change {} ({})", rank, PointSetText(*top));
-    out["top"] = line(what.c_str(), top->idle, top_runs);
+    out["top"] = line(what.c_str(), top->idle, best);
     out["top"]["rank"] = rank;
     out["top"]["sets"] = PointSetText(*top);
   } else if (!r.ranked.empty()) {
@@ -243,8 +273,14 @@ int AdviseCommand(const AdviseCommandOptions& c) {
     throw BadInput(
         fmt::format("advise: {} {} is outside (0, 1)", c.idle ? "--idle" : "--au", given));
   }
-  if (c.verify_runs < 1 || c.verify_runs > 20) {
-    throw BadInput(fmt::format("advise: --verify-runs {} is outside 1 to 20", c.verify_runs));
+  if (c.verify_runs < 1 || c.verify_runs > kMaxVerifyRuns) {
+    throw BadInput(
+        fmt::format("advise: --verify-runs {} is outside 1 to {}", c.verify_runs, kMaxVerifyRuns));
+  }
+  const std::optional<double> verify_seconds = ParseDuration(c.verify_seconds);
+  if (!verify_seconds || *verify_seconds < 0 || *verify_seconds > 3600) {
+    throw BadInput("advise: --verify-seconds " + c.verify_seconds +
+                   ": expected a duration from 0s to 1h, such as 5s");
   }
   const ScenarioFile file = ScenarioFile::Load(c.scenario);
   AdviseOptions o;
@@ -310,7 +346,8 @@ int AdviseCommand(const AdviseCommandOptions& c) {
   const nlohmann::json cluster_size =
       c.cluster_size ? ClusterSize(file, o, base, top) : nlohmann::json();
   const nlohmann::json verify =
-      c.verify ? Verify(file, o, base, r, c.verify_runs, c.quiet) : nlohmann::json();
+      c.verify ? Verify(file, o, base, r, c.verify_runs, *verify_seconds, c.quiet)
+               : nlohmann::json();
   if (!c.write.empty() && top) {
     std::vector<Override> sets = o.sets;
     for (Override& x : PointSets(*top)) sets.push_back(std::move(x));

@@ -14,16 +14,17 @@ namespace stallscope {
 
 struct AdviseCommandOptions {
   std::string scenario;
-  std::string variant;             // empty: the file's first
-  std::vector<std::string> sets;   // --set KEY=VALUE under every point
-  std::optional<double> au, idle;  // the target: one of the two, in (0, 1)
-  std::vector<std::string> knobs;  // --knob: search only these
-  uint32_t max_simulations = 0;    // 0: 10% of the space, at least 20
-  uint32_t top = 5;                // changes printed
-  bool verify = false;             // run the current scenario and the top change for real
-  uint32_t verify_runs = 3;        // real runs of each, alternated; the median compared
-  bool cluster_size = false;       // how many accelerators reach the target, now and fixed
-  std::string write;               // the top change as a scenario file
+  std::string variant;                // empty: the file's first
+  std::vector<std::string> sets;      // --set KEY=VALUE under every point
+  std::optional<double> au, idle;     // the target: one of the two, in (0, 1)
+  std::vector<std::string> knobs;     // --knob: search only these
+  uint32_t max_simulations = 0;       // 0: 10% of the space, at least 20
+  uint32_t top = 5;                   // changes printed
+  bool verify = false;                // run the current scenario and the top change for real
+  uint32_t verify_runs = 3;           // at least this many real runs of each, alternated
+  std::string verify_seconds = "5s";  // and until each's runs measured this long; pooled
+  bool cluster_size = false;          // how many accelerators reach the target, now and fixed
+  std::string write;                  // the top change as a scenario file
   std::string json;
   bool quiet = false;
 };

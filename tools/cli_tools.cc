@@ -227,8 +227,12 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
                 "faster NIC: those are named and passed over) for real on this host (emulated "
                 "device, one rank), and print predicted against measured idle");
   cmd->add_option("--verify-runs", ao.verify_runs,
-                  "Real runs of each under --verify, alternated; the median is compared (one "
-                  "run of a disk-bound variant can scatter by several points)")
+                  "At least this many real runs of each under --verify, alternated (at most 20)")
+      ->capture_default_str();
+  cmd->add_option("--verify-seconds", ao.verify_seconds,
+                  "Under --verify, run each until its runs measured this long (at most 20 runs), "
+                  "and compare their idle pooled over all that time: one run of a few hundred "
+                  "milliseconds at one read in flight scatters by 10 points and more")
       ->capture_default_str();
   cmd->add_option("--write", ao.write, "Write the scenario with the top change to this file");
   cmd->add_option("--json", ao.json, "Write every simulated candidate to this file");

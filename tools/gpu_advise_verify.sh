@@ -2,8 +2,9 @@
 # tools/gpu_advise_verify.sh (issue #18), on a GPU host from the repository root, with a bundle
 # (BUNDLE_BINS='^stallscope$' tools/bundle.sh build bundle) carried; on 2 of its cores
 # (taskset -c 0,1), as this repository's 2-core VM. real_directory's qd1 variants: each of
-# three fresh `calibrate --dir` profiles simulated, then `advise --verify` (3 real runs of the
-# current point and of the best change this host can run, alternated, the median compared).
+# three fresh `calibrate --dir` profiles simulated, then `advise --verify` (real runs of the
+# current point and of the best change this host can run, alternated, at least 3 each and 5 s
+# of runs each, their idle pooled).
 set -u
 OUT=${OUT:-/tmp/advise-verify-out}; mkdir -p "$OUT"  # the device tool sets OUT
 export LD_LIBRARY_PATH=$PWD/bundle/lib
