@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -74,7 +75,9 @@ struct VerifyRuns {
   double Seconds() const { return std::accumulate(window.begin(), window.end(), 0.0); }
   double Pooled() const {
     const double w = Seconds();
-    return w > 0 ? 1 - std::accumulate(busy.begin(), busy.end(), 0.0) / w : 0;
+    // Busy and window come from two clocks' sums: where the GPU never idled, 1 - busy / window
+    // can round below 0 by a few nanoseconds.
+    return w > 0 ? std::max(0.0, 1 - std::accumulate(busy.begin(), busy.end(), 0.0) / w) : 0;
   }
 };
 
@@ -200,7 +203,8 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
       std::printf(" (%zu runs pooled, %.1f s; runs %s–%s, median %s)", v.idle.size(), v.Seconds(),
                   Pct(*lo).c_str(), Pct(*hi).c_str(), Pct(Median(v.idle)).c_str());
     }
-    std::printf(", %+.1f pp", (predicted - pooled) * 100);
+    const double pp = (predicted - pooled) * 100;
+    std::printf(", %+.1f pp", std::abs(pp) < 0.05 ? 0.0 : pp);  // not "-0.0"
     return nlohmann::json{{"predicted", predicted},   {"measured", pooled},
                           {"median", Median(v.idle)}, {"runs", v.idle},
                           {"busy_seconds", v.busy},   {"window_seconds", v.window}};
