@@ -175,6 +175,14 @@ class Spinners {
 // drop of every file and a fresh listing cost 30 ms a pass on this repository's VM, a third of
 // `calibrate --dir`'s time, 2026-12-07).
 enum class Drop { kEveryFile, kShard };
+
+// Read as `o` reads (cold, direct_io), one file at a time on one thread: the probe's reads.
+DirectoryStorageOptions OneAtATime(DirectoryStorageOptions o) {
+  o.io.io_depth = 1;
+  o.io.io_threads = 1;
+  return o;
+}
+
 BenchDirResult BenchPass(DirectoryStorage& storage, const DirectoryStorageOptions& o,
                          const RankShard& shard, const std::function<void()>& before_read,
                          Drop drop) {
@@ -246,33 +254,24 @@ DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t prob
     for (const BenchDirResult& b : passes) f.passes.push_back(b.files_per_second);
     f.deep = std::move(passes[passes.size() / 2]);
   }
-  DirectoryStorageOptions one = o;
-  one.io.io_depth = 1;
-  one.io.io_threads = 1;
-  const uint64_t probes = std::max<uint64_t>(probe_files, 1);
-  const uint64_t ranks = std::max<uint64_t>(1, (f.deep.files + probes - 1) / probes);
   // The probe's passes, pooled: one pass of 400 reads lasts tens of ms, and on a VM a read at a
   // time runs in spells of a fast and a slow pace that long (this VM, 2026-12-06: p50 62.6 us in
   // one profile, 73-83 us a quarter of an hour earlier, while the loader's idle at depth 1 held
-  // at 40-45%). A second of reads averages the spells as a run's epochs do. Each pass reads the
-  // next spread of files (1, 1 + ranks, ...; then 2, ...), as an epoch reads each file once (a
-  // file read again at once could come from a cache below the filesystem).
+  // at 40-45%). A second of reads averages the spells as a run's epochs do. The first pass
+  // drops every file, as a run's epoch does: the model's evict_seconds.
+  uint64_t ranks = 1;
   {
-    const auto shard = [&](size_t pass) {
-      return RankShard{static_cast<uint32_t>(pass % ranks), static_cast<uint32_t>(ranks)};
-    };
-    // The first pass drops every file, as a run's epoch does: the model's evict_seconds.
-    DirectoryStorage storage(one);
-    std::vector<BenchDirResult> passes{BenchPass(storage, one, shard(0), {}, Drop::kEveryFile)};
-    double seconds = passes[0].seconds;
-    while (seconds < kProbeSeconds && passes.size() < kProbePasses &&
-           !passes.back().latencies.empty()) {
-      passes.push_back(BenchPass(storage, one, shard(passes.size()), {}, Drop::kShard));
-      seconds += passes.back().seconds;
+    DirectoryPace pace(o, probe_files);
+    pace.Pass(true);
+    while (pace.Seconds() < kProbeSeconds && pace.passes().size() < kProbePasses &&
+           !pace.passes().back().latencies.empty()) {
+      pace.Pass();
     }
-    f.probe = CombineClients(passes, Passes::kOneAfterAnother);
-    f.probe_passes = static_cast<int>(passes.size());
+    f.probe = pace.Pooled();
+    f.probe_passes = static_cast<int>(pace.passes().size());
+    ranks = pace.ranks();
   }
+  const DirectoryStorageOptions one = OneAtATime(o);
   if (f.deep.bytes_per_second <= 0 || f.probe.latencies.empty()) {
     throw StorageError(o.dataset.path + ": no file could be read to measure the storage");
   }
@@ -422,6 +421,30 @@ void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& 
   }
   SimulatedStorageOptions& m = f.model;
   m.host_per_read_seconds = std::max(0.0, f.cpu_per_read_busy - m.cpu_per_read_seconds);
+}
+
+DirectoryPace::DirectoryPace(const DirectoryStorageOptions& o, uint64_t probe_files)
+    : one_(OneAtATime(o)), storage_(one_) {
+  const uint64_t probes = std::max<uint64_t>(probe_files, 1);
+  ranks_ = std::max<uint64_t>(1, (storage_.num_samples() + probes - 1) / probes);
+}
+
+const BenchDirResult& DirectoryPace::Pass(bool every_file) {
+  const RankShard shard{static_cast<uint32_t>(passes_.size() % ranks_),
+                        static_cast<uint32_t>(ranks_)};
+  passes_.push_back(
+      BenchPass(storage_, one_, shard, {}, every_file ? Drop::kEveryFile : Drop::kShard));
+  return passes_.back();
+}
+
+BenchDirResult DirectoryPace::Pooled() const {
+  return CombineClients(passes_, Passes::kOneAfterAnother);
+}
+
+double DirectoryPace::Seconds() const {
+  double s = 0;
+  for (const BenchDirResult& p : passes_) s += p.seconds;
+  return s;
 }
 
 BenchDirResult CombineClients(const std::vector<BenchDirResult>& clients, Passes passes) {

@@ -72,6 +72,29 @@ struct DirectoryFit {
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
   std::vector<double> passes;         // files/s of each pass over every file, the kept one deep
 };
+// The profile's probe as a series of passes (FitDirectoryStorage's latency, and advise --verify's
+// reads between its runs): each pass reads the next spread of `probe_files` files of the
+// directory (1, 1 + ranks, ...; then 2, ...) one at a time on one thread, read as `o` reads
+// (cold, direct_io), each file evicted first where cold, as an epoch reads each file once.
+class DirectoryPace {
+ public:
+  explicit DirectoryPace(const DirectoryStorageOptions& o, uint64_t probe_files = 400);
+  // One pass. `every_file`: evict every file of the directory first, not only the pass's (the
+  // model's evict_seconds: what a run's epoch does).
+  const BenchDirResult& Pass(bool every_file = false);
+  // The passes so far as one (CombineClients, one after another); at least one pass first.
+  BenchDirResult Pooled() const;
+  double Seconds() const;  // the passes' read time so far
+  const std::vector<BenchDirResult>& passes() const { return passes_; }
+  uint64_t ranks() const { return ranks_; }
+
+ private:
+  DirectoryStorageOptions one_;
+  DirectoryStorage storage_;
+  uint64_t ranks_ = 1;
+  std::vector<BenchDirResult> passes_;
+};
+
 // `load_rounds`: MeasureReadsUnderLoad's rounds (a test under a throttle that leaves the cores
 // idle, where the measure changes no prediction, may take fewer).
 DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400,

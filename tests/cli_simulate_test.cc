@@ -341,6 +341,49 @@ TEST_F(Cli, AdviseMeasuresADirectoryWithoutAProfileFirst) {
   std::filesystem::remove(profile);
 }
 
+// Under a directory, --verify reads it one file at a time between the runs (a pass before each
+// round and one after the last) and predicts again at that pace. Ground truth the test sets: a
+// profile it writes of 20 ms a read and 5.6 MB/s, one in flight, where the 300 files it
+// generates are page-cached (tens of microseconds a read): the profile predicts a GPU idle
+// nearly all the time; the runs, the reads between them and the prediction at their pace do not.
+TEST_F(Cli, AdviseVerifyReadsTheDirectoryBetweenTheRunsAndPredictsAtItsPace) {
+  const std::string data = (dir_.path() / "data").string();
+  ASSERT_EQ(Stallscope("gen " + data + " --samples 300 --size 112KiB --quiet").code, 0);
+  const std::string slow =
+      Write("slow.yaml", R"(profile: {date: 2026-12-07, cold: false, io_depth: 1}
+storage: {bandwidth: 5.6MB/s, latency: {p50: 20ms, p99: 40ms}}
+)");
+  const std::string json = (dir_.path() / "pace.json").string();
+  const Result r = Stallscope(
+      "advise " + kScenarios + "/real_directory.yaml --variant page-cached --set dataset.path=" +
+      data + " --set loader.io_depth=1 --set storage.profile=" + slow +
+      " --au 0.9 --knob prefetch --verify --verify-runs 2 --verify-seconds 0 --quiet --json " +
+      json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json v = ReadJson(json)["verify"];
+  ASSERT_TRUE(v.contains("directory_pace")) << r.out;
+  const nlohmann::json& p = v["directory_pace"];
+  const size_t rounds = v["runs_each"];
+  EXPECT_EQ(rounds, 2u);
+  EXPECT_EQ(p["passes"], rounds + 1) << r.out;
+  EXPECT_EQ(p["reads"], 300 * (rounds + 1)) << r.out;  // 300 files: every pass reads them all
+  EXPECT_DOUBLE_EQ(p["profile_latency_p50"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(p["profile_bandwidth"].get<double>(), 5.6e6);
+  EXPECT_LT(p["latency_p50"].get<double>(), 0.001) << r.out;
+  EXPECT_TRUE(p["bandwidth_from_pace"].get<bool>()) << r.out;
+  EXPECT_GT(p["bytes_per_second"].get<double>(), 10 * 5.6e6) << r.out;
+  const nlohmann::json& now = v["current"];
+  EXPECT_GT(now["predicted"].get<double>(), 0.9) << r.out;
+  EXPECT_LT(now["measured"].get<double>(), 0.5) << r.out;
+  EXPECT_LT(now["predicted_at_runs_pace"].get<double>(), 0.5) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("the directory between the runs ({} passes, {} reads one at a "
+                                   "time): p50 ",
+                                   rounds + 1, 300 * (rounds + 1))),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("predicted at the runs' pace: current "), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, AdviseBadInputIsRefused) {
   const std::string s = kScenarios + "/cold_vs_cached.yaml";
   ExpectBadInput(Stallscope("advise " + s + " --au 1.2"), "--au 1.2 is outside (0, 1)");

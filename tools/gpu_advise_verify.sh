@@ -7,11 +7,14 @@
 # of runs each, their idle pooled).
 set -u
 OUT=${OUT:-/tmp/advise-verify-out}; mkdir -p "$OUT"  # the device tool sets OUT
-export LD_LIBRARY_PATH=$PWD/bundle/lib
-B="taskset -c 0,1 $PWD/bundle/bin/stallscope"
-D=$PWD/qd1-data
+if [ -x bundle/bin/stallscope ]; then  # else this tree's build (this repository's VM)
+  export LD_LIBRARY_PATH=$PWD/bundle/lib; B="taskset -c 0,1 $PWD/bundle/bin/stallscope"
+else
+  B="taskset -c 0,1 $PWD/build/tools/stallscope"
+fi
+D=${DATA:-$PWD/qd1-data}
 df -T . | tail -1; nproc; lscpu | grep 'Model name'; uname -r; date -u
-$B gen --samples 2000 --quiet "$D"
+[ -d "$D" ] || $B gen --samples 2000 --quiet "$D"
 $B calibrate -o "$OUT/node.yaml" 2>&1 | tail -1
 S="scenarios/real_directory.yaml --set dataset.path=$D --set cluster.node.profile=$OUT/node.yaml"
 for v in direct-qd1 cold-qd1; do
