@@ -153,32 +153,62 @@ std::string MeasureThisHost(const Scenario& s, const std::string& variant) {
   return path;
 }
 
-// A directory scenario's storage model, its profile's per-read latency replaced by the reads
-// one at a time between --verify's runs (`pace`), and its bandwidth too where the profile's
-// pass over every file kept one file in flight as well (io_depth 1, a qd1 variant's: the same
-// reads as the pace's, whatever the I/O threads). The rest (evict, IOPS, CPU and the host's wait
-// per read) stays the profile's.
-void ApplyPace(StorageOptions& st, const BenchDirResult& pace) {
-  SimulatedStorageOptions& m = st.model;
-  m.latency_p50_seconds = std::max(1e-6, pace.latency_p50);
-  m.latency_p99_seconds =
-      std::clamp(pace.latency_p99, m.latency_p50_seconds, kMaxTailRatio * m.latency_p50_seconds);
-  if (st.profile_io_depth == 1 && pace.bytes_per_second > 0) {
-    m.bandwidth_bytes_per_second = pace.bytes_per_second;
+// Under a directory with a storage profile, --verify measures the directory again between its
+// runs, as `calibrate --dir` measures a profile's read costs: before each round of runs a pass
+// of the profile's probe (400 files one at a time, tens of ms: latency, and bandwidth where the
+// profile read one file in flight) and a round of the probe beside busy threads (about 0.8 s:
+// what a read waits and costs on a busy host), and a last pass after the runs. A disk's pace
+// moves between a profile and the runs (this VM, 2026-12-07: six profiles of one directory back
+// to back predicted 20.5-33.3% idle for real_directory's direct-qd1, and probes just before and
+// after the same runs 26 pp apart); the model fed the runs' own stretch tells a miss from the
+// directory's drift apart from the model's.
+class RunsStretch {
+ public:
+  explicit RunsStretch(const Scenario& base)
+      : d_{.dataset = base.dataset, .storage = base.storage, .io = base.loader.io, .quiet = true},
+        pace_(d_),
+        load_(OneAtATime(d_), RankShard{0, static_cast<uint32_t>(pace_.ranks())}) {}
+  void BeforeRound() {
+    pace_.Pass();
+    load_.Round();
   }
-}
+  void AfterRuns() { pace_.Pass(); }
 
-// The point's idle predicted with the storage model at the pace the directory read during the
-// runs (ApplyPace).
-double PredictAtPace(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p,
-                     const BenchDirResult& pace) {
-  std::vector<Override> sets = o.sets;
-  for (Override& x : PointSets(p)) sets.push_back(std::move(x));
-  Scenario s = file.Resolve(o.variant, sets);
-  ApplyPace(s.storage, pace);
-  Simulator sim;
-  return sim.RunVariant(s).gpu_idle_fraction;
-}
+  // `st` (the scenario's storage, its model from the profile) with what was measured between
+  // the runs in place of the profile's: latency (p50, p99 at most kMaxTailRatio × p50), the CPU
+  // time per read, and the busy host's wait and cost per read; the bandwidth too where the
+  // profile's pass over every file kept one file in flight (io_depth 1, a qd1 variant's: the
+  // same reads as the probe's, whatever the I/O threads). Evict and IOPS stay the profile's.
+  void Apply(StorageOptions& st) const {
+    const BenchDirResult p = pace_.Pooled();
+    SimulatedStorageOptions& m = st.model;
+    m.latency_p50_seconds = std::max(1e-6, p.latency_p50);
+    m.latency_p99_seconds =
+        std::clamp(p.latency_p99, m.latency_p50_seconds, kMaxTailRatio * m.latency_p50_seconds);
+    if (st.profile_io_depth == 1 && p.bytes_per_second > 0) {
+      m.bandwidth_bytes_per_second = p.bytes_per_second;
+    }
+    m.cpu_per_read_seconds = p.cpu_seconds_per_file;
+    double cpu_per_read_busy = 0;
+    load_.Apply(cpu_per_read_busy, m);
+  }
+  // The point's idle predicted with the storage model so measured.
+  double Predict(const ScenarioFile& file, const AdviseOptions& o, const AdvisePoint& p) const {
+    std::vector<Override> sets = o.sets;
+    for (Override& x : PointSets(p)) sets.push_back(std::move(x));
+    Scenario s = file.Resolve(o.variant, sets);
+    Apply(s.storage);
+    Simulator sim;
+    return sim.RunVariant(s).gpu_idle_fraction;
+  }
+  const DirectoryPace& pace() const { return pace_; }
+  int load_rounds() const { return load_.rounds(); }
+
+ private:
+  DirectoryStorageOptions d_;
+  DirectoryPace pace_;
+  ReadsUnderLoad load_;
+};
 
 // --verify: the current point and the best-ranked change a run on this host can make (more
 // cores than it has, a faster disk under a directory, a faster NIC it cannot), run alternated
@@ -208,19 +238,12 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
     return v.idle.size() >= kMaxVerifyRuns ||
            (v.idle.size() >= min_runs && v.Seconds() >= min_seconds);
   };
-  // Under a directory: a pass of the profile's probe (400 files one at a time, tens of ms) before
-  // each round and after the last. A disk's pace moves between a profile and the runs (this VM,
-  // 2026-12-07: six profiles of one directory back to back predicted 20.5-33.3% idle for
-  // real_directory's direct-qd1, and probes just before and after the same runs 26 pp apart):
-  // the model fed the pace of the runs' own stretch tells a miss from the disk's drift apart
-  // from the model's.
-  std::optional<DirectoryPace> pace;
+  std::optional<RunsStretch> stretch;  // RunsStretch: the directory measured between the runs
   if (base.storage.kind == StorageKind::kDirectory && !base.storage.model_source.empty()) {
-    pace.emplace(DirectoryStorageOptions{
-        .dataset = base.dataset, .storage = base.storage, .io = base.loader.io, .quiet = true});
+    stretch.emplace(base);
   }
   while (!enough(now) || (top && !enough(best))) {  // min_runs >= 1: never an empty side
-    if (pace) pace->Pass();
+    if (stretch) stretch->BeforeRound();
     if (!quiet) {
       std::fprintf(stderr, "verify: real run %zu (current), %.1f s of %.1f s measured\n",
                    now.idle.size() + 1, now.Seconds(), min_seconds);
@@ -233,7 +256,7 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
     }
     Measure(file, o, *top, best);
   }
-  if (pace) pace->Pass();
+  if (stretch) stretch->AfterRuns();
   const auto line = [](const char* what, double predicted, const VerifyRuns& v) {
     const auto [lo, hi] = std::minmax_element(v.idle.begin(), v.idle.end());
     const double pooled = v.Pooled();
@@ -268,40 +291,52 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
   } else if (!r.ranked.empty()) {
     std::printf("\n  no change that reaches the target can run on this host");
   }
-  if (pace) {
-    const BenchDirResult p = pace->Pooled();
+  if (stretch) {
+    const BenchDirResult p = stretch->pace().Pooled();
     const SimulatedStorageOptions& was = base.storage.model;
     StorageOptions at = base.storage;
-    ApplyPace(at, p);
-    const bool bandwidth = at.model.bandwidth_bytes_per_second != was.bandwidth_bytes_per_second;
+    stretch->Apply(at);
+    const SimulatedStorageOptions& m = at.model;
+    const bool bandwidth = m.bandwidth_bytes_per_second != was.bandwidth_bytes_per_second;
     const auto rate = [&](double x) { return bandwidth ? ", " + FormatRate(x) : std::string(); };
+    const auto us = [](double x) { return FormatDuration(x); };
     std::printf(
-        "\n  the directory between the runs (%zu passes, %zu reads one at a time): p50 %s, p99 %s"
-        "%s; the profile's p50 %s, p99 %s%s",
-        pace->passes().size(), p.latencies.size(), FormatDuration(p.latency_p50).c_str(),
-        FormatDuration(p.latency_p99).c_str(), rate(p.bytes_per_second).c_str(),
-        FormatDuration(was.latency_p50_seconds).c_str(),
-        FormatDuration(was.latency_p99_seconds).c_str(),
-        rate(was.bandwidth_bytes_per_second).c_str());
+        "\n  the directory between the runs (%zu passes, %zu reads one at a time; %d rounds beside "
+        "busy threads): p50 %s, p99 %s%s, a read %s longer and %s of the cores' time on a busy "
+        "host; the profile's: p50 %s, p99 %s%s, %s and %s",
+        stretch->pace().passes().size(), p.latencies.size(), stretch->load_rounds(),
+        us(m.latency_p50_seconds).c_str(), us(m.latency_p99_seconds).c_str(),
+        rate(m.bandwidth_bytes_per_second).c_str(), us(m.read_wait_busy_seconds).c_str(),
+        us(m.host_per_read_seconds + m.cpu_per_read_seconds).c_str(),
+        us(was.latency_p50_seconds).c_str(), us(was.latency_p99_seconds).c_str(),
+        rate(was.bandwidth_bytes_per_second).c_str(), us(was.read_wait_busy_seconds).c_str(),
+        us(was.host_per_read_seconds + was.cpu_per_read_seconds).c_str());
     const auto again = [&](const std::string& what, const AdvisePoint& point,
                            nlohmann::json& side) {
-      const double at_pace = PredictAtPace(file, o, point, p);
-      const double pp = (at_pace - side["measured"].get<double>()) * 100;
-      side["predicted_at_runs_pace"] = at_pace;
-      return fmt::format(" {} {} ({:+.1f} pp)", what, Pct(at_pace), std::abs(pp) < 0.05 ? 0 : pp);
+      const double at_runs = stretch->Predict(file, o, point);
+      const double pp = (at_runs - side["measured"].get<double>()) * 100;
+      side["predicted_at_runs_pace"] = at_runs;
+      return fmt::format(" {} {} ({:+.1f} pp)", what, Pct(at_runs), std::abs(pp) < 0.05 ? 0 : pp);
     };
-    std::string at_pace = again("current", r.current, out["current"]);
-    if (top) at_pace += "," + again(fmt::format("change {}", rank), *top, out["top"]);
-    std::printf("\n  predicted at the runs' pace:%s", at_pace.c_str());
-    out["directory_pace"] = {{"passes", pace->passes().size()},
+    std::string at_runs = again("current", r.current, out["current"]);
+    if (top) at_runs += "," + again(fmt::format("change {}", rank), *top, out["top"]);
+    std::printf("\n  predicted with the directory as measured between the runs:%s",
+                at_runs.c_str());
+    const auto model = [](const SimulatedStorageOptions& x) {
+      return nlohmann::json{{"latency_p50", x.latency_p50_seconds},
+                            {"latency_p99", x.latency_p99_seconds},
+                            {"bandwidth", x.bandwidth_bytes_per_second},
+                            {"cpu_per_read", x.cpu_per_read_seconds},
+                            {"host_per_read", x.host_per_read_seconds},
+                            {"read_wait_busy", x.read_wait_busy_seconds},
+                            {"read_wait_partial", x.read_wait_partial_seconds}};
+    };
+    out["directory_pace"] = {{"passes", stretch->pace().passes().size()},
                              {"reads", p.latencies.size()},
-                             {"latency_p50", p.latency_p50},
-                             {"latency_p99", p.latency_p99},
-                             {"bytes_per_second", p.bytes_per_second},
+                             {"load_rounds", stretch->load_rounds()},
                              {"bandwidth_from_pace", bandwidth},
-                             {"profile_latency_p50", was.latency_p50_seconds},
-                             {"profile_latency_p99", was.latency_p99_seconds},
-                             {"profile_bandwidth", was.bandwidth_bytes_per_second}};
+                             {"between_runs", model(m)},
+                             {"profile", model(was)}};
   }
   std::printf("\n");
   return out;

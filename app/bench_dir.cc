@@ -176,13 +176,6 @@ class Spinners {
 // `calibrate --dir`'s time, 2026-12-07).
 enum class Drop { kEveryFile, kShard };
 
-// Read as `o` reads (cold, direct_io), one file at a time on one thread: the probe's reads.
-DirectoryStorageOptions OneAtATime(DirectoryStorageOptions o) {
-  o.io.io_depth = 1;
-  o.io.io_threads = 1;
-  return o;
-}
-
 BenchDirResult BenchPass(DirectoryStorage& storage, const DirectoryStorageOptions& o,
                          const RankShard& shard, const std::function<void()>& before_read,
                          Drop drop) {
@@ -342,85 +335,97 @@ std::string DirectoryProfileYaml(const DirectoryStorageOptions& d, const Directo
   return StorageProfileYaml(fit.model, info);
 }
 
+ReadsUnderLoad::ReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard)
+    : one_(one), shard_(shard), storage_(one_), cores_(UsableCores()) {}
+
+// Reads the probe's files again until it has read for kMinSeconds: on a busy host a read at a
+// time runs in spells of a fast and a slow pace (the scheduler's placement of the I/O thread),
+// each tens of milliseconds long, and one pass of the probe sees one.
+ReadsUnderLoad::Reads ReadsUnderLoad::ReadFor(const std::function<void()>& start,
+                                              const std::function<void()>& end) {
+  constexpr double kMinSeconds = 0.2;
+  Reads r;
+  while (r.seconds < kMinSeconds) {
+    const BenchDirResult b = BenchPass(storage_, one_, shard_, start, Drop::kShard);
+    if (end) end();
+    if (b.latencies.empty()) break;
+    r.seconds += b.seconds;
+    r.reads += static_cast<double>(b.latencies.size());
+  }
+  return r;
+}
+
+void ReadsUnderLoad::Round() {
+  // The probe alone, then a busy thread on every core alone (1 ms bursts), then the probe
+  // beside them, then beside one fewer: a drift of the host's speed between rounds falls on both
+  // sides of each round's difference.
+  const Reads alone = ReadFor({}, {});
+  double idle_rate = 0, busy_rounds = 0, busy_seconds = 0;
+  Reads busy;
+  {
+    const Spinners spin(cores_);
+    uint64_t r0 = spin.Rounds();
+    double t0 = MonotonicSeconds();
+    std::this_thread::sleep_for(std::chrono::duration<double>(0.1));
+    idle_rate = static_cast<double>(spin.Rounds() - r0) / (MonotonicSeconds() - t0);
+    busy = ReadFor(
+        [&] {
+          r0 = spin.Rounds();
+          t0 = MonotonicSeconds();
+        },
+        [&] {
+          busy_rounds += static_cast<double>(spin.Rounds() - r0);
+          busy_seconds += MonotonicSeconds() - t0;
+        });
+  }
+  // Busy threads on every core but one: a core is free for the read, yet the scheduler does
+  // not always wake it there.
+  Reads partial;
+  if (cores_ > 1) {
+    const Spinners some(cores_ - 1);
+    partial = ReadFor({}, {});
+  }
+  if (busy.reads == 0 || alone.reads == 0 || idle_rate <= 0 || busy_seconds <= 0) return;
+  ++rounds_;
+  partial_reads_ += partial.reads;
+  partial_time_ += partial.seconds;
+  // The cores' time the spinners lost while the probe read.
+  lost_ += cores_ * std::max(0.0, busy_seconds - busy_rounds / idle_rate);
+  busy_reads_ += busy.reads;
+  busy_time_ += busy.seconds;
+  alone_reads_ += alone.reads;
+  alone_time_ += alone.seconds;
+}
+
+void ReadsUnderLoad::Apply(double& cpu_per_read_busy, SimulatedStorageOptions& m) const {
+  if (rounds_ == 0) return;
+  cpu_per_read_busy = lost_ / busy_reads_;
+  m.read_wait_busy_seconds = std::max(0.0, busy_time_ / busy_reads_ - alone_time_ / alone_reads_);
+  if (partial_reads_ > 0) {
+    m.read_wait_partial_seconds =
+        std::max(0.0, partial_time_ / partial_reads_ - alone_time_ / alone_reads_);
+  }
+  m.host_per_read_seconds = std::max(0.0, cpu_per_read_busy - m.cpu_per_read_seconds);
+}
+
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds) {
-  const unsigned cores = UsableCores();
-  // Each side reads the probe's files again until it has read for kMinSeconds: on a busy host
-  // a read at a time runs in spells of a fast and a slow pace (the scheduler's placement of
-  // the I/O thread), each tens of milliseconds long, and one pass of the probe sees one.
-  constexpr double kMinSeconds = 0.2;
-  struct Reads {
-    double seconds = 0, reads = 0;
-  };
-  DirectoryStorage storage(one);
-  const auto read_for = [&](const std::function<void()>& start, const std::function<void()>& end) {
-    Reads r;
-    while (r.seconds < kMinSeconds) {
-      const BenchDirResult b = BenchPass(storage, one, shard, start, Drop::kShard);
-      if (end) end();
-      if (b.latencies.empty()) break;
-      r.seconds += b.seconds;
-      r.reads += static_cast<double>(b.latencies.size());
-    }
-    return r;
-  };
-  // Summed over the rounds, as a run's long stretch of reads would average the spells.
-  double lost = 0, busy_reads = 0, busy_time = 0, alone_reads = 0, alone_time = 0;
-  double partial_reads = 0, partial_time = 0;
+  ReadsUnderLoad load(one, shard);
   const double start = MonotonicSeconds();
   for (int k = 0; k < rounds; ++k) {
     // A slow directory (a read at a time taking milliseconds) stops after two rounds and 10 s.
     if (k >= 2 && MonotonicSeconds() - start > 10) break;
-    // The probe alone, then a busy thread on every core alone (1 ms bursts), then the probe
-    // beside them, then beside one fewer: a drift of the host's speed between rounds falls on both
-    // sides of each round's difference.
-    const Reads alone = read_for({}, {});
-    double idle_rate = 0, busy_rounds = 0, busy_seconds = 0;
-    Reads busy;
-    {
-      const Spinners spin(cores);
-      uint64_t r0 = spin.Rounds();
-      double t0 = MonotonicSeconds();
-      std::this_thread::sleep_for(std::chrono::duration<double>(kMinSeconds / 2));
-      idle_rate = static_cast<double>(spin.Rounds() - r0) / (MonotonicSeconds() - t0);
-      busy = read_for(
-          [&] {
-            r0 = spin.Rounds();
-            t0 = MonotonicSeconds();
-          },
-          [&] {
-            busy_rounds += static_cast<double>(spin.Rounds() - r0);
-            busy_seconds += MonotonicSeconds() - t0;
-          });
-    }
-    // Busy threads on every core but one: a core is free for the read, yet the scheduler does
-    // not always wake it there.
-    Reads partial;
-    if (cores > 1) {
-      const Spinners some(cores - 1);
-      partial = read_for({}, {});
-    }
-    if (busy.reads == 0 || alone.reads == 0 || idle_rate <= 0 || busy_seconds <= 0) continue;
-    partial_reads += partial.reads;
-    partial_time += partial.seconds;
-    // The cores' time the spinners lost while the probe read.
-    lost += cores * std::max(0.0, busy_seconds - busy_rounds / idle_rate);
-    busy_reads += busy.reads;
-    busy_time += busy.seconds;
-    alone_reads += alone.reads;
-    alone_time += alone.seconds;
+    load.Round();
   }
-  if (busy_reads > 0 && alone_reads > 0) {
-    f.cpu_per_read_busy = lost / busy_reads;
-    f.model.read_wait_busy_seconds =
-        std::max(0.0, busy_time / busy_reads - alone_time / alone_reads);
-    if (partial_reads > 0) {
-      f.model.read_wait_partial_seconds =
-          std::max(0.0, partial_time / partial_reads - alone_time / alone_reads);
-    }
-  }
-  SimulatedStorageOptions& m = f.model;
-  m.host_per_read_seconds = std::max(0.0, f.cpu_per_read_busy - m.cpu_per_read_seconds);
+  load.Apply(f.cpu_per_read_busy, f.model);
+  // Where no round counted, host_per_read is still cpu_per_read_busy (0) less the probe's own.
+  f.model.host_per_read_seconds = std::max(0.0, f.cpu_per_read_busy - f.model.cpu_per_read_seconds);
+}
+
+DirectoryStorageOptions OneAtATime(DirectoryStorageOptions o) {
+  o.io.io_depth = 1;
+  o.io.io_threads = 1;
+  return o;
 }
 
 DirectoryPace::DirectoryPace(const DirectoryStorageOptions& o, uint64_t probe_files)

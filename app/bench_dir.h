@@ -72,6 +72,9 @@ struct DirectoryFit {
   double cpu_per_read_busy = 0;       // the busy threads' lost core time per read
   std::vector<double> passes;         // files/s of each pass over every file, the kept one deep
 };
+// `o` read one file at a time on one thread (io_depth 1, one I/O thread): the probe's reads.
+DirectoryStorageOptions OneAtATime(DirectoryStorageOptions o);
+
 // The profile's probe as a series of passes (FitDirectoryStorage's latency, and advise --verify's
 // reads between its runs): each pass reads the next spread of `probe_files` files of the
 // directory (1, 1 + ranks, ...; then 2, ...) one at a time on one thread, read as `o` reads
@@ -100,13 +103,39 @@ class DirectoryPace {
 DirectoryFit FitDirectoryStorage(const DirectoryStorageOptions& o, uint64_t probe_files = 400,
                                  int load_rounds = 7);
 
-// `rounds` times (fewer where two rounds took over 10 s), alternated: the probe (`one`: depth 1,
-// one I/O thread) alone, a thread on every core busy in 1 ms bursts alone, and the probe beside
-// them, then beside such threads on every core but one (2 cores or more). Sets
-// f.cpu_per_read_busy (the cores' time the busy threads on every core lost while the probe read,
-// per read), f.model's read_wait_busy and read_wait_partial (the probe's time per read beside
-// them, and beside one fewer, less its time alone) and host_per_read (cpu_per_read_busy less
-// the probe's own cpu_per_read).
+// The probe under load, a round at a time (MeasureReadsUnderLoad's rounds; advise --verify takes
+// one between its runs). A round, alternated: the probe (`one`: depth 1, one I/O thread; the
+// files of `shard`) alone, a thread on every core busy in 1 ms bursts alone, and the probe beside
+// them, then beside such threads on every core but one (2 cores or more); each side reads for
+// 0.2 s at least. The rounds' reads and times are summed, as a run's long stretch of reads
+// averages a busy host's spells.
+class ReadsUnderLoad {
+ public:
+  ReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard);
+  void Round();
+  int rounds() const { return rounds_; }  // rounds that counted (every side read something)
+  // Sets cpu_per_read_busy (the cores' time the busy threads on every core lost while the probe
+  // read, per read), m's read_wait_busy and read_wait_partial (the probe's time per read beside
+  // them, and beside one fewer, less its time alone) and host_per_read (cpu_per_read_busy less
+  // m.cpu_per_read_seconds); nothing where no round counted.
+  void Apply(double& cpu_per_read_busy, SimulatedStorageOptions& m) const;
+
+ private:
+  struct Reads {
+    double seconds = 0, reads = 0;
+  };
+  Reads ReadFor(const std::function<void()>& start, const std::function<void()>& end);
+
+  DirectoryStorageOptions one_;
+  RankShard shard_;
+  DirectoryStorage storage_;
+  unsigned cores_;
+  int rounds_ = 0;
+  double lost_ = 0, busy_reads_ = 0, busy_time_ = 0, alone_reads_ = 0, alone_time_ = 0;
+  double partial_reads_ = 0, partial_time_ = 0;
+};
+
+// `rounds` rounds of ReadsUnderLoad (fewer where two rounds took over 10 s), applied to f.
 void MeasureReadsUnderLoad(const DirectoryStorageOptions& one, const RankShard& shard,
                            DirectoryFit& f, int rounds = 7);
 
