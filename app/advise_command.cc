@@ -210,6 +210,56 @@ class RunsStretch {
   ReadsUnderLoad load_;
 };
 
+// --verify under a directory: what RunsStretch measured between the runs beside the profile's,
+// and both points predicted again with it (into `out`, the verify JSON).
+void ReportStretch(const RunsStretch& stretch, const ScenarioFile& file, const AdviseOptions& o,
+                   const Scenario& base, const AdviseResult& r, const AdvisePoint* top, size_t rank,
+                   nlohmann::json& out) {
+  const BenchDirResult p = stretch.pace().Pooled();
+  const SimulatedStorageOptions& was = base.storage.model;
+  StorageOptions at = base.storage;
+  stretch.Apply(at);
+  const SimulatedStorageOptions& m = at.model;
+  const bool bandwidth = m.bandwidth_bytes_per_second != was.bandwidth_bytes_per_second;
+  const auto rate = [&](double x) { return bandwidth ? ", " + FormatRate(x) : std::string(); };
+  const auto us = [](double x) { return FormatDuration(x); };
+  std::printf(
+      "\n  the directory between the runs (%zu passes, %zu reads one at a time; %d rounds beside "
+      "busy threads): p50 %s, p99 %s%s, a read %s longer and %s of the cores' time on a busy "
+      "host; the profile's: p50 %s, p99 %s%s, %s and %s",
+      stretch.pace().passes().size(), p.latencies.size(), stretch.load_rounds(),
+      us(m.latency_p50_seconds).c_str(), us(m.latency_p99_seconds).c_str(),
+      rate(m.bandwidth_bytes_per_second).c_str(), us(m.read_wait_busy_seconds).c_str(),
+      us(m.host_per_read_seconds + m.cpu_per_read_seconds).c_str(),
+      us(was.latency_p50_seconds).c_str(), us(was.latency_p99_seconds).c_str(),
+      rate(was.bandwidth_bytes_per_second).c_str(), us(was.read_wait_busy_seconds).c_str(),
+      us(was.host_per_read_seconds + was.cpu_per_read_seconds).c_str());
+  const auto again = [&](const std::string& what, const AdvisePoint& point, nlohmann::json& side) {
+    const double at_runs = stretch.Predict(file, o, point);
+    const double pp = (at_runs - side["measured"].get<double>()) * 100;
+    side["predicted_at_runs_pace"] = at_runs;
+    return fmt::format(" {} {} ({:+.1f} pp)", what, Pct(at_runs), std::abs(pp) < 0.05 ? 0 : pp);
+  };
+  std::string at_runs = again("current", r.current, out["current"]);
+  if (top) at_runs += "," + again(fmt::format("change {}", rank), *top, out["top"]);
+  std::printf("\n  predicted with the directory as measured between the runs:%s", at_runs.c_str());
+  const auto model = [](const SimulatedStorageOptions& x) {
+    return nlohmann::json{{"latency_p50", x.latency_p50_seconds},
+                          {"latency_p99", x.latency_p99_seconds},
+                          {"bandwidth", x.bandwidth_bytes_per_second},
+                          {"cpu_per_read", x.cpu_per_read_seconds},
+                          {"host_per_read", x.host_per_read_seconds},
+                          {"read_wait_busy", x.read_wait_busy_seconds},
+                          {"read_wait_partial", x.read_wait_partial_seconds}};
+  };
+  out["directory_pace"] = {{"passes", stretch.pace().passes().size()},
+                           {"reads", p.latencies.size()},
+                           {"load_rounds", stretch.load_rounds()},
+                           {"bandwidth_from_pace", bandwidth},
+                           {"between_runs", model(m)},
+                           {"profile", model(was)}};
+}
+
 // --verify: the current point and the best-ranked change a run on this host can make (more
 // cores than it has, a faster disk under a directory, a faster NIC it cannot), run alternated
 // at least `min_runs` times each and until each point's runs measured `min_seconds` (at most
@@ -291,53 +341,7 @@ nlohmann::json Verify(const ScenarioFile& file, const AdviseOptions& o, const Sc
   } else if (!r.ranked.empty()) {
     std::printf("\n  no change that reaches the target can run on this host");
   }
-  if (stretch) {
-    const BenchDirResult p = stretch->pace().Pooled();
-    const SimulatedStorageOptions& was = base.storage.model;
-    StorageOptions at = base.storage;
-    stretch->Apply(at);
-    const SimulatedStorageOptions& m = at.model;
-    const bool bandwidth = m.bandwidth_bytes_per_second != was.bandwidth_bytes_per_second;
-    const auto rate = [&](double x) { return bandwidth ? ", " + FormatRate(x) : std::string(); };
-    const auto us = [](double x) { return FormatDuration(x); };
-    std::printf(
-        "\n  the directory between the runs (%zu passes, %zu reads one at a time; %d rounds beside "
-        "busy threads): p50 %s, p99 %s%s, a read %s longer and %s of the cores' time on a busy "
-        "host; the profile's: p50 %s, p99 %s%s, %s and %s",
-        stretch->pace().passes().size(), p.latencies.size(), stretch->load_rounds(),
-        us(m.latency_p50_seconds).c_str(), us(m.latency_p99_seconds).c_str(),
-        rate(m.bandwidth_bytes_per_second).c_str(), us(m.read_wait_busy_seconds).c_str(),
-        us(m.host_per_read_seconds + m.cpu_per_read_seconds).c_str(),
-        us(was.latency_p50_seconds).c_str(), us(was.latency_p99_seconds).c_str(),
-        rate(was.bandwidth_bytes_per_second).c_str(), us(was.read_wait_busy_seconds).c_str(),
-        us(was.host_per_read_seconds + was.cpu_per_read_seconds).c_str());
-    const auto again = [&](const std::string& what, const AdvisePoint& point,
-                           nlohmann::json& side) {
-      const double at_runs = stretch->Predict(file, o, point);
-      const double pp = (at_runs - side["measured"].get<double>()) * 100;
-      side["predicted_at_runs_pace"] = at_runs;
-      return fmt::format(" {} {} ({:+.1f} pp)", what, Pct(at_runs), std::abs(pp) < 0.05 ? 0 : pp);
-    };
-    std::string at_runs = again("current", r.current, out["current"]);
-    if (top) at_runs += "," + again(fmt::format("change {}", rank), *top, out["top"]);
-    std::printf("\n  predicted with the directory as measured between the runs:%s",
-                at_runs.c_str());
-    const auto model = [](const SimulatedStorageOptions& x) {
-      return nlohmann::json{{"latency_p50", x.latency_p50_seconds},
-                            {"latency_p99", x.latency_p99_seconds},
-                            {"bandwidth", x.bandwidth_bytes_per_second},
-                            {"cpu_per_read", x.cpu_per_read_seconds},
-                            {"host_per_read", x.host_per_read_seconds},
-                            {"read_wait_busy", x.read_wait_busy_seconds},
-                            {"read_wait_partial", x.read_wait_partial_seconds}};
-    };
-    out["directory_pace"] = {{"passes", stretch->pace().passes().size()},
-                             {"reads", p.latencies.size()},
-                             {"load_rounds", stretch->load_rounds()},
-                             {"bandwidth_from_pace", bandwidth},
-                             {"between_runs", model(m)},
-                             {"profile", model(was)}};
-  }
+  if (stretch) ReportStretch(*stretch, file, o, base, r, top, rank, out);
   std::printf("\n");
   return out;
 }
