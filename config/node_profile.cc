@@ -228,7 +228,6 @@ void ReadStorageProfile(Section& s, const YAML::Node& at, StorageOptions& st) {
   st.profile_direct = direct;
   st.profile_io_slice = slice;
   st.profile_io_depth = depth;
-  st.profile_io_threads = threads;
   st.model_source =
       fmt::format("profile {}, {} ({}{}, io_depth {}, {} I/O thread(s), on {})", written, date,
                   cold ? "cold" : "page-cached", direct ? ", O_DIRECT" : "", depth, threads, dir);

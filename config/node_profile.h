@@ -46,9 +46,8 @@ std::string NodeProfileYaml(const NodeOptions& node, const ProfileInfo& info);
 //   storage: {bandwidth: 412.000MB/s, latency: {p50: 180us, p99: 900us}, iops: 0}
 // Reads the file `at` names (relative as a node profile) into st.model's bandwidth, latency and
 // iops, and sets st.model_source and the read mode it was measured with (profile_cold,
-// profile_direct, profile_io_slice: -1 where the profile predates io_slice; profile_io_depth and
-// profile_io_threads). Fails (ScenarioError)
-// naming the file and key.
+// profile_direct, profile_io_slice: -1 where the profile predates io_slice; profile_io_depth).
+// Fails (ScenarioError) naming the file and key.
 void ReadStorageProfile(config::Section& s, const YAML::Node& at, StorageOptions& st);
 
 struct StorageProfileInfo {

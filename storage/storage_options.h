@@ -105,8 +105,8 @@ struct StorageOptions {
   std::string model_source;
   bool profile_cold = false, profile_direct = false;  // the read mode storage.profile measured
   double profile_io_slice = -1;  // seconds: the loader.io_slice it read with; -1: not recorded
-  // The io_depth and I/O threads its pass over every file (the bandwidth) read with; 0: unknown.
-  uint32_t profile_io_depth = 0, profile_io_threads = 0;
+  // The io_depth its pass over every file (the bandwidth) read with; 0: unknown.
+  uint32_t profile_io_depth = 0;
 
   bool operator==(const StorageOptions&) const = default;
 };
