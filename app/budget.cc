@@ -176,7 +176,10 @@ void CheckBudget(const Scenario& s, const RunPlan& plan, uint64_t num_samples,
         "{}: loader.batch_size × (loader.prefetch + 1) staging needs {} ({} × {} samples of up "
         "to {}{}); {} available{}",
         s.file, Binary(b.staging_bytes), plan.slots, plan.batch_size, Binary(plan.raw_stride),
-        plan.normalize ? " and their float rows" : "", Binary(available), share));
+        plan.normalize ? " and their float rows"
+        : plan.staged  ? " and their pixels"
+                       : "",
+        Binary(available), share));
   }
   if (b.step_bytes > available) {
     throw BadInput(fmt::format(

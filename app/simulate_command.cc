@@ -44,15 +44,17 @@ void WriteJson(const std::string& path, const nlohmann::json& doc) {
 // The node every simulated node is charged as, on the banner: its rates and where they came
 // from.
 void PrintNode(const NodeOptions& n) {
-  std::fprintf(
-      stderr,
-      "node model (%s): %u cores; per core normalize %s, verify %s, jpeg decode %s, "
-      "receive %s; memcpy %s (into fresh pages %s, one large copy %s); NIC %s, H2D %s "
-      "per GPU; preprocess.cost at %.3fx (%.3fx with every core busy)\n",
-      n.source.c_str(), n.cores, FormatRate(n.normalize).c_str(), FormatRate(n.verify).c_str(),
-      FormatRate(n.jpeg_decode).c_str(), FormatRate(n.receive).c_str(),
-      FormatRate(n.memcpy).c_str(), FormatRate(n.fill).c_str(), FormatRate(n.snapshot).c_str(),
-      FormatRate(n.nic).c_str(), FormatRate(n.h2d).c_str(), n.cost_factor, n.cost_factor_busy);
+  std::fprintf(stderr,
+               "node model (%s): %u cores; per core normalize %s, verify %s, jpeg decode %s (%s "
+               "normalized on the device), receive %s; memcpy %s (into fresh pages %s, one large "
+               "copy %s); NIC %s, H2D %s "
+               "per GPU; preprocess.cost at %.3fx (%.3fx with every core busy)\n",
+               n.source.c_str(), n.cores, FormatRate(n.normalize).c_str(),
+               FormatRate(n.verify).c_str(), FormatRate(n.jpeg_decode).c_str(),
+               FormatRate(n.jpeg_decode_device).c_str(), FormatRate(n.receive).c_str(),
+               FormatRate(n.memcpy).c_str(), FormatRate(n.fill).c_str(),
+               FormatRate(n.snapshot).c_str(), FormatRate(n.nic).c_str(), FormatRate(n.h2d).c_str(),
+               n.cost_factor, n.cost_factor_busy);
 }
 
 // `simulate --max-accelerators`: per variant, the largest cluster that keeps AU >= target.

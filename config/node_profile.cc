@@ -32,6 +32,10 @@ void ReadNodeKeys(Section& s, const YAML::Node& raw, NodeOptions& node, bool req
     }
     v = s.Rate(r.key, v, /*positive=*/true);
   }
+  // Written before jpeg_decode_device existed: the decode is most of the work either way.
+  if (raw.IsMap() && raw["jpeg_decode"].IsDefined() && !raw["jpeg_decode_device"].IsDefined()) {
+    node.jpeg_decode_device = node.jpeg_decode;
+  }
   need("memory");
   node.memory = s.Size("memory", node.memory, true);
 }

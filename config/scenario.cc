@@ -244,6 +244,7 @@ void ReadLoader(Section s, LoaderOptions& l) {
       if (p.image_size > 4096) {
         s.ctx().Fail(pre["size"], ps.Path("size"), "expected 8 to 4096 pixels");
       }
+      p.normalize_on = ps.Enum("normalize_on", p.normalize_on, kNormalizeOnNames);
       ps.Finish();
     }
   }

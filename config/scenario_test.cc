@@ -84,6 +84,8 @@ TEST(Scenario, WrongTypeIsNamed) {
               "s.yaml:2:12: loader.workers: expected a whole number, got 'many'");
   ExpectError("loader: [1, 2]\n", "s.yaml:1:9: loader: expected a mapping");
   ExpectError("run: {verify: perhaps}\n", "run.verify: expected true or false");
+  ExpectError("loader: {preprocess: {kind: jpeg-decode, normalize_on: gpu}}\n",
+              "loader.preprocess.normalize_on: expected one of host | device, got 'gpu'");
 }
 
 TEST(Scenario, NegativeAndZeroSizesAreRefused) {

@@ -422,7 +422,14 @@ void CudaDevice::Launch(int buffer, const DeviceBatch& batch, double) {
   d.launched.push_back({buffer, MonotonicSeconds()});
   // The step's events bracket its kernels (recorded by the model, inside its graph).
   d.model->SetStepEvents(d.step_start[buffer]->get(), d.step_end[buffer]->get());
-  d.model->EnqueueStep(d.inputs[buffer].get(), batch.rows_are_floats, batch.row_bytes,
+  gpu::StagedImage image;
+  if (batch.image_side > 0) {
+    const ImageNorm norm = ImageNetNorm();
+    image.side = static_cast<int>(batch.image_side);
+    std::copy(norm.scale, norm.scale + 3, image.scale);
+    std::copy(norm.shift, norm.shift + 3, image.shift);
+  }
+  d.model->EnqueueStep(d.inputs[buffer].get(), batch.rows_are_floats, image, batch.row_bytes,
                        static_cast<int>(batch.samples), d.labels[buffer].get(), d.steps);
   ++d.steps;
 }

@@ -18,6 +18,9 @@
 #include "gpu/kernels/gemm.h"
 #include "gpu/kernels/training.h"
 #include "gpu/mlp_model.h"
+#include "pipeline/device.h"
+#include "pipeline/preprocess.h"
+#include "storage/jpeg.h"
 
 namespace stallscope::gpu {
 namespace {
@@ -277,6 +280,61 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
 
 // The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both
 // layouts, on a shape that is not a multiple of the 32×32 tile.
+// normalize_on: device: the first kernel of a step normalizes rows of a JPEG crop's pixels
+// (DecodeJpegCrop) into the very input that the host's floats (DecodeJpegSample) give, bit for
+// bit, at the native scale; and the rows' padding and the columns past the image stay zero.
+TEST(TrainingKernels, GatherInputNormalizesPixelsAsTheHostDoes) {
+  REQUIRE_GPU();
+  JpegEncoder encoder;
+  JpegDecoder decoder;
+  RgbImage scratch;
+  constexpr int kSide = 256, kCrop = 224, kSamples = 3, kRowsOut = 4;
+  constexpr int kValues = 3 * kCrop * kCrop, kCols = kValues + 32;
+  constexpr uint64_t kPixelRow = kValues + 64, kFloatRow = kValues * 4 + 64;  // padded rows
+  std::vector<uint8_t> pixels(kSamples * kPixelRow, 0xee);
+  std::vector<std::byte> floats(kSamples * kFloatRow, std::byte{0});
+  for (int i = 0; i < kSamples; ++i) {
+    std::vector<uint8_t> image(kSide * kSide * 3);
+    for (size_t k = 0; k < image.size(); ++k) image[k] = static_cast<uint8_t>(k * (i + 3) / 7);
+    const std::vector<std::byte> jpeg = encoder.Encode(image.data(), kSide, kSide, 90);
+    ASSERT_TRUE(DecodeJpegCrop(decoder, scratch, jpeg.data(), jpeg.size(), kCrop,
+                               &pixels[i * kPixelRow], nullptr));
+    ASSERT_TRUE(DecodeJpegSample(decoder, scratch, jpeg.data(), jpeg.size(), kCrop,
+                                 reinterpret_cast<float*>(&floats[i * kFloatRow]), nullptr));
+  }
+  DeviceBuffer<uint8_t> dpixels(pixels.size());
+  DeviceBuffer<std::byte> dfloats(floats.size());
+  STALLSCOPE_CUDA(cudaMemcpy(dpixels.get(), pixels.data(), pixels.size(), cudaMemcpyHostToDevice));
+  STALLSCOPE_CUDA(cudaMemcpy(dfloats.get(), floats.data(), floats.size(), cudaMemcpyHostToDevice));
+  const ImageNorm norm = ImageNetNorm();
+  StagedImage image{.side = kCrop};
+  std::copy(norm.scale, norm.scale + 3, image.scale);
+  std::copy(norm.shift, norm.shift + 3, image.shift);
+  DeviceBuffer<float> from_pixels(kRowsOut * kCols), from_floats(kRowsOut * kCols);
+  STALLSCOPE_CUDA(FillNaN(from_pixels.get(), kRowsOut * kCols, nullptr));
+  STALLSCOPE_CUDA(GatherInput(dpixels.get(), false, image, kPixelRow, kSamples, kCols, kRowsOut,
+                              kCols, from_pixels.get(), nullptr));
+  STALLSCOPE_CUDA(GatherInput(dfloats.get(), true, {}, kFloatRow, kSamples, kCols, kRowsOut, kCols,
+                              from_floats.get(), nullptr));
+  std::vector<float> a(kRowsOut * kCols), b(kRowsOut * kCols);
+  STALLSCOPE_CUDA(cudaMemcpy(a.data(), from_pixels.get(), a.size() * 4, cudaMemcpyDeviceToHost));
+  STALLSCOPE_CUDA(cudaMemcpy(b.data(), from_floats.get(), b.size() * 4, cudaMemcpyDeviceToHost));
+  int differ = 0, nonzero_padding = 0;
+  for (int r = 0; r < kRowsOut; ++r) {
+    for (int c = 0; c < kCols; ++c) {
+      const float x = a[r * kCols + c];
+      if (r >= kSamples || c >= kValues) {
+        nonzero_padding += x != 0;
+      } else {
+        differ += x != b[r * kCols + c];
+      }
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << kSamples * kValues;
+  EXPECT_EQ(nonzero_padding, 0);
+  EXPECT_NE(a[5], a[kValues / 2]) << "a real image, not a constant";
+}
+
 TEST(TrainingKernels, ToBf16MatrixRoundsInBothLayouts) {
   REQUIRE_GPU();
   const int rows = 70, cols = 100;

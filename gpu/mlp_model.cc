@@ -259,13 +259,13 @@ void MlpModel::DropGraphs() {
   graphs_.clear();
 }
 
-void MlpModel::EnqueueStep(const void* staged, bool floats, uint64_t row_bytes, int samples,
-                           const uint32_t* labels, uint64_t step) {
+void MlpModel::EnqueueStep(const void* staged, bool floats, const gpu::StagedImage& image,
+                           uint64_t row_bytes, int samples, const uint32_t* labels, uint64_t step) {
   Enqueue(
-      GraphKey{staged, floats, row_bytes, samples, labels},
+      GraphKey{staged, floats, image.side, row_bytes, samples, labels},
       [=, this](float* loss) {
         Record(step_start_);
-        STALLSCOPE_CUDA(GatherInput(staged, floats, row_bytes, samples, shape_.input,
+        STALLSCOPE_CUDA(GatherInput(staged, floats, image, row_bytes, samples, shape_.input,
                                     Pad(shape_.batch), dims_[0], acts_[0].get(), stream_));
         Train(samples, labels, loss);
         Record(step_end_);
@@ -285,7 +285,7 @@ void MlpModel::Record(cudaEvent_t event) {
 
 void MlpModel::EnqueueSyntheticStep(uint64_t step) {
   Enqueue(
-      GraphKey{nullptr, false, 0, shape_.batch, synthetic_labels_.get()},
+      GraphKey{nullptr, false, 0, 0, shape_.batch, synthetic_labels_.get()},
       [this](float* loss) { Train(shape_.batch, synthetic_labels_.get(), loss); }, step);
 }
 

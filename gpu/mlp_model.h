@@ -93,8 +93,9 @@ class MlpModel {
 
   // Enqueues one training step on `samples` staged rows (device memory) and their labels.
   // The step's mean loss lands in loss slot `step % kLossSlots`, read with Losses().
-  void EnqueueStep(const void* staged, bool floats, uint64_t row_bytes, int samples,
-                   const uint32_t* labels, uint64_t step);
+  // Rows of pixels (image.side > 0) are normalized into the input as gpu::GatherInput says.
+  void EnqueueStep(const void* staged, bool floats, const gpu::StagedImage& image,
+                   uint64_t row_bytes, int samples, const uint32_t* labels, uint64_t step);
   // Enqueues a step on the model's own random input (calibration, tests).
   void EnqueueSyntheticStep(uint64_t step);
 
@@ -129,6 +130,7 @@ class MlpModel {
   struct GraphKey {
     const void* staged;
     bool floats;
+    int image_side;
     uint64_t row_bytes;
     int samples;
     const uint32_t* labels;

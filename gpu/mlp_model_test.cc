@@ -107,7 +107,7 @@ TEST(MlpModel, GraphStepsTrainAsLaunchedSteps) {
       MlpModel m(shape, own == 1, h, stream, 5, OwnRungs::kBf16);
       m.UseGraphs(graph == 1);
       for (int i = 0; i < 8; ++i) {
-        m.EnqueueStep(inputs[i % 2].get(), true, 256 * 4, 128, labels[i % 2].get(), i);
+        m.EnqueueStep(inputs[i % 2].get(), true, {}, 256 * 4, 128, labels[i % 2].get(), i);
       }
       losses[graph] = m.Losses(8);
       captured[graph] = m.graphs_captured();

@@ -26,6 +26,23 @@
 
 namespace stallscope {
 
+// ImageNet's normalization as v · scale[c] + shift[c] = (v / 255 − mean[c]) / std[c]: what
+// jpeg-decode applies to its crop, on the host's workers or, for rows of pixels
+// (DeviceBatch::image_side), on the device.
+struct ImageNorm {
+  float scale[3], shift[3];
+};
+inline ImageNorm ImageNetNorm() {
+  constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
+  constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
+  ImageNorm n;
+  for (int c = 0; c < 3; ++c) {
+    n.scale[c] = 1.0f / (255.0f * kStd[c]);
+    n.shift[c] = -kMean[c] / kStd[c];
+  }
+  return n;
+}
+
 // A staged batch in host memory, laid out as `samples` rows of `row_bytes`.
 struct DeviceBatch {
   uint64_t step = 0;
@@ -33,6 +50,9 @@ struct DeviceBatch {
   const std::byte* data = nullptr;
   uint64_t row_bytes = 0;
   bool rows_are_floats = false;  // normalized float32 rows, or raw bytes
+  // > 0: each row is a square image's HWC uint8 pixels of this side, which the device
+  // normalizes (ImageNet mean and std) into CHW floats, as jpeg-decode does on the host.
+  uint32_t image_side = 0;
   const uint32_t* labels = nullptr;
   uint64_t bytes() const { return samples * row_bytes; }
 };

@@ -28,6 +28,14 @@ constexpr NameTable<PreprocessKind, 3> kPreprocessKindNames = {
      {PreprocessKind::kJpegDecode, "jpeg-decode"}}};
 inline const char* NameOf(PreprocessKind k) { return NameOf(kPreprocessKindNames, k); }
 
+// Where `normalize` and `jpeg-decode` normalize: on the host's workers (float32 rows), or on
+// the device, as DALI's GPU crop-mirror-normalize does: the workers hand over bytes
+// (`normalize`: the raw bytes; `jpeg-decode`: the crop's HWC uint8 pixels, a quarter of the
+// floats' bytes) and the device scales them as the first kernel of its step.
+enum class NormalizeOn { kHost, kDevice };
+constexpr NameTable<NormalizeOn, 2> kNormalizeOnNames = {
+    {{NormalizeOn::kHost, "host"}, {NormalizeOn::kDevice, "device"}}};
+
 // What a failed read does: retry (up to `retries` times, then fail), skip the sample, or fail.
 enum class OnError { kRetry, kSkip, kFail };
 constexpr NameTable<OnError, 3> kOnErrorNames = {
@@ -37,6 +45,7 @@ struct PreprocessOptions {
   PreprocessKind kind = PreprocessKind::kNormalize;
   double cost = 0;            // seconds of extra real CPU work per sample (thread CPU time)
   uint32_t image_size = 224;  // jpeg-decode: output side in pixels (8 to 4096)
+  NormalizeOn normalize_on = NormalizeOn::kHost;
 
   bool operator==(const PreprocessOptions&) const = default;
 };

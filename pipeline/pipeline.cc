@@ -36,7 +36,7 @@ Pipeline::Pipeline(const PipelineOptions& options, Storage& storage, Cache& cach
     auto slot = std::make_unique<Slot>();
     slot->index = static_cast<int>(s);
     slot->raw = AllocateStaging(plan_.raw_stride * batch);
-    if (plan_.normalize) slot->staged = AllocateStaging(plan_.staged_stride * batch);
+    if (plan_.staged) slot->staged = AllocateStaging(plan_.staged_stride * batch);
     slot->ids.resize(batch);
     slot->bytes.resize(batch);
     slot->labels.resize(batch);
@@ -73,7 +73,7 @@ Pipeline::~Pipeline() {
 }
 
 std::byte* Pipeline::CopySource(const Slot& slot) const {
-  return plan_.normalize ? slot.staged.get() : slot.raw.get();
+  return plan_.staged ? slot.staged.get() : slot.raw.get();
 }
 
 uint64_t Pipeline::staging_bytes() const { return plan_.staging_bytes(); }
@@ -262,6 +262,7 @@ void Pipeline::DeviceLoop() {
       db.samples = r.samples - r.skipped;  // as copied (skipped rows were closed up)
       db.row_bytes = plan_.staged_stride;
       db.rows_are_floats = plan_.normalize;
+      db.image_side = plan_.image_side;
       device_.Launch(static_cast<int>(b % buffers_), db, earliest);
       const std::optional<uint64_t> before = launched;
       launched = b;
@@ -447,18 +448,17 @@ void Pipeline::WorkerLoop(int worker) {
           ++bad;
         }
       }
-      float* staged = plan_.normalize
-                          ? reinterpret_cast<float*>(slot->staged.get() + i * plan_.staged_stride)
-                          : nullptr;
+      std::byte* staged = plan_.staged ? slot->staged.get() + i * plan_.staged_stride : nullptr;
       if (plan_.jpeg) {
-        std::string why;
-        if (!DecodeJpegSample(*jpeg, image, raw, slot->bytes[i],
-                              static_cast<int>(options_.loader.preprocess.image_size), staged,
-                              &why)) {
-          ++bad;  // undecodable content: counted with the integrity errors
-        }
+        const int side = static_cast<int>(options_.loader.preprocess.image_size);
+        const bool decoded = plan_.image_side > 0
+                                 ? DecodeJpegCrop(*jpeg, image, raw, slot->bytes[i], side,
+                                                  reinterpret_cast<uint8_t*>(staged), nullptr)
+                                 : DecodeJpegSample(*jpeg, image, raw, slot->bytes[i], side,
+                                                    reinterpret_cast<float*>(staged), nullptr);
+        if (!decoded) ++bad;  // undecodable content: counted with the integrity errors
       } else if (plan_.normalize) {
-        NormalizeBytes(raw, slot->bytes[i], staged);
+        NormalizeBytes(raw, slot->bytes[i], reinterpret_cast<float*>(staged));
       }
       if (burner) sink ^= burner->Burn(options_.loader.preprocess.cost, slot->ids[i], &stopping_);
     }
@@ -484,6 +484,7 @@ DeviceBatch Pipeline::MakeDeviceBatch(const Slot& slot) const {
   db.data = CopySource(slot);
   db.row_bytes = plan_.staged_stride;
   db.rows_are_floats = plan_.normalize;
+  db.image_side = plan_.image_side;
   db.labels = slot.labels.data();
   return db;
 }

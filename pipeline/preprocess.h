@@ -31,7 +31,14 @@ void NormalizeBytes(const std::byte* in, size_t n, float* out);
 bool DecodeJpegSample(JpegDecoder& decoder, RgbImage& scratch, const std::byte* data, size_t n,
                       int size, float* out, std::string* error);
 
-// Floats per sample that DecodeJpegSample writes.
+// `jpeg-decode` with `normalize_on: device`: the same decode and centre crop, written as
+// size × size × 3 uint8 pixels, HWC, for the device to normalize. A resampled crop (images
+// whose shorter side is not size × 256 / 224) is rounded to the nearest level. Returns false
+// with the reason for data that does not decode; `out` is then zeroed.
+bool DecodeJpegCrop(JpegDecoder& decoder, RgbImage& scratch, const std::byte* data, size_t n,
+                    int size, uint8_t* out, std::string* error);
+
+// Values per sample that DecodeJpegSample and DecodeJpegCrop write.
 inline uint64_t JpegSampleFloats(int size) { return static_cast<uint64_t>(size) * size * 3; }
 
 class CpuBurner {

@@ -24,14 +24,20 @@ RunPlan MakeRunPlan(const LoaderOptions& loader, const RunOptions& run, const Pl
   if (run.max_steps > 0) p.total_batches = std::min(p.total_batches, run.max_steps);
   p.slots = loader.prefetch + 1;
   p.jpeg = pre.kind == PreprocessKind::kJpegDecode;
-  p.normalize = pre.kind == PreprocessKind::kNormalize || p.jpeg;  // both stage float rows
+  const bool on_host = pre.normalize_on == NormalizeOn::kHost;
+  // Both stage float rows, normalized on the host; on the device, jpeg-decode stages the crop's
+  // pixels and normalize hands the raw bytes over.
+  p.normalize = (pre.kind == PreprocessKind::kNormalize || p.jpeg) && on_host;
+  p.image_side = p.jpeg && !on_host ? pre.image_size : 0;
+  p.staged = p.normalize || p.jpeg;
   p.verify = run.verify && in.can_verify;
-  p.preprocess_stage = p.normalize || pre.cost > 0 || p.verify;
+  p.preprocess_stage = p.staged || pre.cost > 0 || p.verify;
   // Block-aligned, block-rounded rows: storage and disk-tier reads may be O_DIRECT.
   p.raw_stride = RoundUp(std::max<uint64_t>(in.max_sample_bytes, 1), kBlockBytes);
-  // Float rows on 64-byte (cache-line) boundaries.
+  // Staged rows on 64-byte (cache-line) boundaries.
+  const uint64_t image_values = JpegSampleFloats(static_cast<int>(pre.image_size));
   p.staged_stride =
-      p.jpeg ? RoundUp(JpegSampleFloats(static_cast<int>(pre.image_size)) * sizeof(float), 64)
+      p.jpeg ? RoundUp(image_values * (on_host ? sizeof(float) : sizeof(uint8_t)), 64)
       // (A sample is at most 8 EiB (the parser's bound): its float row is kept from wrapping.)
       : p.normalize
           ? RoundUp(std::min<uint64_t>(in.max_sample_bytes, 1ULL << 60) * sizeof(float), 64)

@@ -29,6 +29,9 @@ struct RunPlan {
   uint32_t slots = 0;              // staging slots: prefetch + 1
   bool jpeg = false;               // preprocess jpeg-decode
   bool normalize = false;          // the rows handed to the device are floats
+  uint32_t image_side = 0;         // jpeg-decode normalized on the device: its rows are HWC
+                                   // uint8 pixels of this side (0: not)
+  bool staged = false;             // the workers write rows of their own (floats or pixels)
   bool verify = false;             // every sample's content is checked
   bool preprocess_stage = false;   // the workers have something to do
   uint64_t raw_stride = 0;         // bytes per sample in a slot's raw area (block-rounded)
@@ -36,11 +39,11 @@ struct RunPlan {
   uint32_t chunks_per_batch = 0;   // a batch is cut into this many worker chunks
   uint32_t retries = 0;            // retries per failed read (0 unless on_error retry)
 
-  // Staging memory the plan holds: every slot's raw rows and, with float rows, those too
+  // Staging memory the plan holds: every slot's raw rows and, with staged rows, those too
   // (saturating at UINT64_MAX: a plan for samples no host could stage still has a size).
   uint64_t staging_bytes() const {
     const long double b = static_cast<long double>(slots) * batch_size *
-                          (static_cast<long double>(raw_stride) + (normalize ? staged_stride : 0));
+                          (static_cast<long double>(raw_stride) + (staged ? staged_stride : 0));
     return b >= 0x1p64L ? ~0ULL : static_cast<uint64_t>(b);
   }
 

@@ -134,6 +134,7 @@ HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int tria
   JpegDecoder decoder;
   RgbImage scratch;
   StagedRows pixels(JpegSampleFloats(static_cast<int>(image_size)));
+  StagedRows crops((JpegSampleFloats(static_cast<int>(image_size)) + 3) / 4);  // uint8 pixels
   volatile bool ok = true;
   std::map<std::string, std::vector<double>> runs;
   for (int t = 0; t < m.trials; ++t) {
@@ -150,6 +151,14 @@ HostMeasurement MeasureHost(uint64_t sample_bytes, uint32_t image_size, int tria
                           [&] {
                             ok = ok && DecodeJpegSample(decoder, scratch, jpeg.data(), jpeg.size(),
                                                         image_size, pixels.Next(), nullptr);
+                          },
+                          0.01));
+    runs["jpeg_decode_device"].push_back(
+        jpeg.size() / TimePerCall(
+                          [&] {
+                            ok = ok && DecodeJpegCrop(
+                                           decoder, scratch, jpeg.data(), jpeg.size(), image_size,
+                                           reinterpret_cast<uint8_t*>(crops.Next()), nullptr);
                           },
                           0.01));
     runs["fill"].push_back(FreshWriteRate(raw));

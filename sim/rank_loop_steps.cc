@@ -15,8 +15,10 @@ double RankLoop::SampleCost(const Slot& slot, uint32_t i, double slowdown) {
   const double bytes = static_cast<double>(sizes_[slot.ids[i]]);
   const double cost = s_.loader.preprocess.cost * slowdown;
   const double verify = plan_.verify ? bytes / node_.verify : 0;
-  // jpeg-decode's normalization is part of its decode rate.
-  const double jpeg = plan_.jpeg ? bytes / node_.jpeg_decode : 0;
+  // jpeg-decode's normalization is part of its decode rate (none on the device's side).
+  const double jpeg =
+      plan_.jpeg ? bytes / (plan_.image_side > 0 ? node_.jpeg_decode_device : node_.jpeg_decode)
+                 : 0;
   const double normalize = plan_.normalize && !plan_.jpeg ? bytes / node_.normalize : 0;
   usage_.cpu_cost += cost;
   usage_.cpu_verify += verify;

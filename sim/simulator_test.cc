@@ -431,6 +431,14 @@ TEST(Simulator, TheVerdictNamesTheNodeResourceThatBinds) {
   EXPECT_NEAR(cpu.au, 200.0 / 256, 0.04) << cpu.bottleneck_text;
   EXPECT_NE(cpu.bottleneck_text.find("node CPU: jpeg decode"), std::string::npos)
       << cpu.bottleneck_text;
+  // Normalized on the device, the decode runs at jpeg_decode_device: 100 cores at 2.4 MB/s
+  // decode 240 MB/s of the 256 wanted.
+  j.loader.preprocess.normalize_on = NormalizeOn::kDevice;
+  j.cluster.node.jpeg_decode_device = 2.4e6;
+  const VariantResult device = sim.RunVariant(j);
+  EXPECT_EQ(device.bottleneck_stage, "preprocess") << device.bottleneck_text;
+  EXPECT_NEAR(device.au, 240.0 / 256, 0.04) << device.bottleneck_text;
+  j.loader.preprocess.normalize_on = NormalizeOn::kHost;
   // With cores to spare the workers bind, not the node: no node named.
   j.cluster.node.cores = 400;
   j.loader.workers = 2;

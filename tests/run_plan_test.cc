@@ -66,5 +66,37 @@ TEST(RunPlan, MatchesTheScenarioFilesNumbers) {
             3203u);  // ceil(n / 400)
 }
 
+// normalize_on: device stages jpeg-decode's crop as uint8 pixels, a quarter of its floats'
+// bytes, and hands normalize's bytes over as they were read (no float rows, no worker work).
+TEST(RunPlan, NormalizingOnTheDeviceStagesBytes) {
+  auto plan = [](const std::string& preprocess) {
+    return Simulator::PlanFor(
+        ScenarioFile::Parse("dataset: {samples: 1000, sample_size: 100KiB}\nrun: {verify: false}\n"
+                            "loader: {batch_size: 10, prefetch: 1, preprocess: " +
+                                preprocess + "}\n",
+                            "t.yaml")
+            .Resolve("base"));
+  };
+  const RunPlan host = plan("jpeg-decode");
+  EXPECT_EQ(host.staged_stride, 224u * 224 * 3 * 4);
+  EXPECT_TRUE(host.normalize);
+  EXPECT_EQ(host.image_side, 0u);
+  const RunPlan device = plan("{kind: jpeg-decode, normalize_on: device}");
+  EXPECT_EQ(device.staged_stride, 224u * 224 * 3);  // 150,528: a multiple of 64 already
+  EXPECT_FALSE(device.normalize);
+  EXPECT_EQ(device.image_side, 224u);
+  EXPECT_TRUE(device.staged);
+  EXPECT_TRUE(device.preprocess_stage);
+  EXPECT_EQ(device.staging_bytes(), 2u * 10 * (100 * 1024 + 224 * 224 * 3));
+  const RunPlan small = plan("{kind: jpeg-decode, size: 100, normalize_on: device}");
+  EXPECT_EQ(small.staged_stride, 30016u);  // 30,000 rounded up to 64
+  const RunPlan bytes = plan("{kind: normalize, normalize_on: device}");
+  EXPECT_FALSE(bytes.normalize);
+  EXPECT_FALSE(bytes.staged);
+  EXPECT_FALSE(bytes.preprocess_stage);
+  EXPECT_EQ(bytes.staged_stride, bytes.raw_stride);
+  EXPECT_EQ(bytes.staging_bytes(), 2u * 10 * 100 * 1024);
+}
+
 }  // namespace
 }  // namespace stallscope

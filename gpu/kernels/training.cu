@@ -1,6 +1,7 @@
 // The training step's element-wise kernels and the ladder's tensor utilities (training.h).
 //
-//   GatherInput          staged rows (float32 or bytes) → centred, zero-padded input matrix
+//   GatherInput          staged rows (float32, bytes or an image's pixels) → centred,
+//                        zero-padded input matrix
 //   BiasActivation       bias add, optionally fused with ReLU
 //   SoftmaxCrossEntropy  one block, a warp per row: max, log-sum-exp, loss and gradient in one
 //                        pass, then the loss and the gradient's column sums (bias gradient)
@@ -52,19 +53,30 @@ cudaError_t LaunchAfterPrevious(void (*kernel)(Params...), dim3 grid, dim3 block
   return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 
-__global__ void GatherInputKernel(const unsigned char* staged, bool floats, uint64_t row_bytes,
-                                  int samples, int features, int rows_out, int cols_out, float* x) {
+__global__ void GatherInputKernel(const unsigned char* staged, bool floats, StagedImage image,
+                                  uint64_t row_bytes, int samples, int features, int rows_out,
+                                  int cols_out, float* x) {
   WaitForPrevious();
   const int64_t total = static_cast<int64_t>(rows_out) * cols_out;
-  const int64_t per_row =
-      floats ? static_cast<int64_t>(row_bytes / 4) : static_cast<int64_t>(row_bytes);
+  const int64_t plane = static_cast<int64_t>(image.side) * image.side;
+  const int64_t per_row = image.side > 0 ? 3 * plane
+                          : floats       ? static_cast<int64_t>(row_bytes / 4)
+                                         : static_cast<int64_t>(row_bytes);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int r = static_cast<int>(i / cols_out), c = static_cast<int>(i % cols_out);
     float v = 0;
     if (r < samples && c < features && c < per_row) {
       const unsigned char* row = staged + static_cast<uint64_t>(r) * row_bytes;
-      v = (floats ? reinterpret_cast<const float*>(row)[c] : row[c] * (1.0f / 255.0f)) - 0.5f;
+      if (image.side > 0) {
+        // Rounded as the host's workers round v * scale + shift (no fused multiply-add), so
+        // the features equal those of jpeg-decode normalized on the host.
+        const int ch = static_cast<int>(c / plane);
+        const float px = row[(c % plane) * 3 + ch];
+        v = __fadd_rn(__fmul_rn(px, image.scale[ch]), image.shift[ch]) - 0.5f;
+      } else {
+        v = (floats ? reinterpret_cast<const float*>(row)[c] : row[c] * (1.0f / 255.0f)) - 0.5f;
+      }
     }
     x[i] = v;
   }
@@ -284,11 +296,12 @@ __global__ void ErrorSumsKernel(const float* x, const Ref* ref, int64_t n, doubl
 
 }  // namespace
 
-cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int samples,
-                        int features, int rows_out, int cols_out, float* x, cudaStream_t stream) {
+cudaError_t GatherInput(const void* staged, bool floats, const StagedImage& image,
+                        uint64_t row_bytes, int samples, int features, int rows_out, int cols_out,
+                        float* x, cudaStream_t stream) {
   return LaunchAfterPrevious(GatherInputKernel, Blocks(static_cast<int64_t>(rows_out) * cols_out),
                              kBlock, stream, static_cast<const unsigned char*>(staged), floats,
-                             row_bytes, samples, features, rows_out, cols_out, x);
+                             image, row_bytes, samples, features, rows_out, cols_out, x);
 }
 
 cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,

@@ -12,11 +12,20 @@
 
 namespace stallscope::gpu {
 
+// Staged rows that are a square image's HWC uint8 pixels (`side` > 0): a row's feature i is
+// its CHW value i, pixel i % side² of channel c = i / side², times scale[c] plus shift[c].
+struct StagedImage {
+  int side = 0;
+  float scale[3] = {}, shift[3] = {};
+};
+
 // x[r][c] for r < rows_out, c < cols_out: from `rows` staged rows of `row_bytes` (float32
-// features when `floats`, else bytes scaled by 1/255), centred by -0.5; zero outside the
-// first `samples` rows and the row's first `features` values.
-cudaError_t GatherInput(const void* staged, bool floats, uint64_t row_bytes, int samples,
-                        int features, int rows_out, int cols_out, float* x, cudaStream_t stream);
+// features when `floats`, an image's normalized pixels when image.side > 0, else bytes scaled
+// by 1/255), centred by -0.5; zero outside the first `samples` rows and the row's first
+// `features` values.
+cudaError_t GatherInput(const void* staged, bool floats, const StagedImage& image,
+                        uint64_t row_bytes, int samples, int features, int rows_out, int cols_out,
+                        float* x, cudaStream_t stream);
 
 // z[r][c] += bias[c]; with `relu`, z = max(z, 0).
 cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols, bool relu,

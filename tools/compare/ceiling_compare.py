@@ -4,7 +4,8 @@
 The ceilings come from tools/ceiling (plain loops, no stallscope code: open/read/close on N
 threads, libjpeg-turbo decode, bytes -> float), stallscope's rates from `bench-dir` (its
 defaults) and `stallscope run` (the loader alone: emulated device, zero step time, the
-files page-cached by an untimed first epoch). With --cold-dir, also `bench-dir --cold`
+files page-cached by an untimed first epoch). With --jpeg, jpeg-decode runs twice: normalized
+on the host, and with `normalize_on: device` (the crop's pixels handed over). With --cold-dir, also `bench-dir --cold`
 (files evicted first) against the plain loop reading the same files cold. Both sides run
 alternated, --repeat times; medians are printed with every run, after the host (CPU model,
 cores, kernel) and the commit measured. Goals (issue #19) are printed beside each fraction;
@@ -78,6 +79,10 @@ def main():
         rows.append(("run, jpeg decode+crop+normalize", "jpeg",
                      lambda: ceiling(a.ceiling, a.jpeg, "jpeg", n),
                      lambda: stallscope_rate(a.stallscope, a.jpeg, "jpeg", n, 256, 1), 0.9))
+        rows.append(("run, jpeg decode+crop, device norm.", "jpeg",
+                     lambda: ceiling(a.ceiling, a.jpeg, "jpeg", n),
+                     lambda: stallscope_rate(a.stallscope, a.jpeg, "jpeg-device", n, 256, 1),
+                     0.9))
     if a.cold_dir:  # the goal for cold reads is against fio (fio_compare.sh), not this loop
         rows.append(("bench-dir --cold", "read --cold",
                      lambda: ceiling(a.ceiling, a.cold_dir, "read", n, cold=True),

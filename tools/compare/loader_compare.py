@@ -33,7 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def stallscope_rate(binary, d, mode, workers, batch, epochs):
-    kind = {"none": "none", "normalize": "normalize", "jpeg": "jpeg-decode"}[mode]
+    kind = {"none": "none", "normalize": "normalize", "jpeg": "jpeg-decode",
+            # the crop's uint8 pixels handed over, normalized by the device (normalize_on)
+            "jpeg-device": "jpeg-decode, normalize_on: device"}[mode]
     scenario = f"""name: loader-compare
 dataset: {{path: {json.dumps(os.path.abspath(d))}}}
 storage: {{kind: directory}}
