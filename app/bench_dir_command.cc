@@ -71,6 +71,11 @@ Scenario TrainingScenario(const BenchDirCommandOptions& o, uint32_t batch, doubl
     throw BadInput("--preprocess " + o.preprocess +
                    ": expected auto, none, normalize or jpeg-decode");
   }
+  if (auto on = ValueOf(kNormalizeOnNames, o.normalize_on)) {
+    s.loader.preprocess.normalize_on = *on;
+  } else {
+    throw BadInput("--normalize-on " + o.normalize_on + ": expected host or device");
+  }
   const auto cost = ParseDuration(o.preprocess_cost);
   if (!cost || *cost < 0 || *cost > 60) {
     throw BadInput("--preprocess-cost " + o.preprocess_cost +
@@ -102,8 +107,11 @@ nlohmann::json TrainingReport(const BenchDirCommandOptions& o, const Scenario& s
   const uint32_t batch = s.loader.batch_size;
   const double step = s.gpu.step_time;
   const double cost = s.loader.preprocess.cost;
+  const bool on_device = s.loader.preprocess.normalize_on == NormalizeOn::kDevice &&
+                         s.loader.preprocess.kind != PreprocessKind::kNone;
   const std::string preprocess =
       std::string(NameOf(s.loader.preprocess.kind)) +
+      (on_device ? " normalized on the device" : "") +
       (cost > 0 ? fmt::format(" + {} of CPU per sample", FormatDuration(cost)) : "");
   nlohmann::json training = VariantToJson(v);
   training["max_accelerators_at_au_0_9"] = max_accelerators;
@@ -111,6 +119,7 @@ nlohmann::json TrainingReport(const BenchDirCommandOptions& o, const Scenario& s
   training["step_seconds"] = step;
   training["preprocess"] = NameOf(s.loader.preprocess.kind);
   training["preprocess_cost_seconds"] = cost;
+  training["normalize_on"] = NameOf(kNormalizeOnNames, s.loader.preprocess.normalize_on);
   std::cout << fmt::format(
       "\ntraining loop ({}batch {}, step {}, {} workers, preprocess {}, emulated accelerator{}):\n"
       "  GPU idle {:.1f}%   AU {:.1f}%   {:.0f} samples/s\n  {}\n"

@@ -109,6 +109,7 @@ struct BenchDirCommandOptions {
   std::string workload;               // resnet50 | unet3d | cosmoflow
   std::string preprocess = "auto";    // auto: jpeg-decode when the files are JPEGs, else none
   std::string preprocess_cost = "0";  // extra CPU work per sample (loader.preprocess.cost)
+  std::string normalize_on = "host";  // loader.preprocess.normalize_on
 };
 int BenchDirCommand(const BenchDirCommandOptions& options);
 

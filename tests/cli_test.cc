@@ -359,10 +359,15 @@ run: {epochs: 2}
     EXPECT_EQ(v["integrity_errors"], 0);
   }
   std::ofstream(data + "/class_001/sample_0000001.jpg", std::ios::trunc) << "not a jpeg";
-  r = Stallscope("run " + s + " --quiet --json " + json);
-  ASSERT_EQ(r.code, 0) << r.err;
-  std::ifstream in(json);
-  EXPECT_EQ(nlohmann::json::parse(in)["variants"][0]["integrity_errors"], 2);  // two epochs
+  // Normalized on the host or on the device (the crop's pixels handed over): the same count.
+  for (const char* on : {"host", "device"}) {
+    r = Stallscope("run " + s + " --quiet --json " + json +
+                   " --set loader.preprocess.normalize_on=" + on);
+    ASSERT_EQ(r.code, 0) << on << ": " << r.err;
+    const nlohmann::json v = nlohmann::json::parse(std::ifstream(json))["variants"][0];
+    EXPECT_EQ(v["samples_delivered"], 120) << on;
+    EXPECT_EQ(v["integrity_errors"], 2) << on;  // two epochs
+  }
   ExpectBadInput(Stallscope("gen " + data + "2 --samples 3 --format jpeg --size 4x4"),
                  "--size 4x4");
 }
@@ -405,6 +410,9 @@ TEST_F(Cli, BenchDirTrainingLoopSaysHowManyAcceleratorsItCouldFeed) {
       Stallscope("bench-dir " + data + " --batch 10 --step-time 45ms " + "--preprocess-cost -1ms"),
       "--preprocess-cost -1ms");
   ExpectBadInput(Stallscope("bench-dir " + data + " --workload bert"), "--workload bert");
+  ExpectBadInput(
+      Stallscope("bench-dir " + data + " --batch 10 --step-time 45ms --normalize-on gpu"),
+      "--normalize-on gpu");
 }
 
 TEST_F(Cli, GenRejectsBadSize) {

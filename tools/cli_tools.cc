@@ -51,6 +51,12 @@ CLI::App* AddBenchDir(CLI::App& app, BenchDirCommandOptions& bench) {
                    "none), none, normalize or jpeg-decode (224x224, ImageNet-normalized)")
       ->capture_default_str();
   bench_dir
+      ->add_option("--normalize-on", bench.normalize_on,
+                   "Training loop: where normalize and jpeg-decode normalize: host (the "
+                   "workers write float32) or device (the workers hand over bytes, the "
+                   "jpeg-decode crop's uint8 pixels; loader.preprocess.normalize_on)")
+      ->capture_default_str();
+  bench_dir
       ->add_option("--preprocess-cost", bench.preprocess_cost,
                    "Training loop: real CPU work per sample on top of --preprocess (e.g. 2ms; "
                    "loader.preprocess.cost, DLIO's preprocess_time but busy, not asleep)")
