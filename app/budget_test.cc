@@ -24,6 +24,7 @@ RunPlan Plan(uint64_t steps = 10000) {
   p.raw_stride = 8192;
   p.staged_stride = 32768;
   p.normalize = true;
+  p.staged = true;
   p.total_batches = steps;
   return p;
 }
@@ -55,7 +56,14 @@ TEST(Budget, CountsStagingRowsAndMemoryTiers) {
   EXPECT_EQ(b.ram_tier_bytes, 3u << 20);  // not the disk tier, not the overcommitted one
   RunPlan raw = Plan();
   raw.normalize = false;  // rows handed over as read: no float rows
+  raw.staged = false;
   EXPECT_EQ(BudgetOf(s, raw, kSamples, kMaxSample).staging_bytes, 5ull * 100 * 8192);
+  RunPlan pixels = Plan();  // jpeg-decode normalized on the device: rows of pixels, not floats
+  pixels.normalize = false;
+  pixels.image_side = 64;
+  pixels.staged_stride = 64 * 64 * 3;
+  EXPECT_EQ(BudgetOf(s, pixels, kSamples, kMaxSample).staging_bytes,
+            5ull * 100 * (8192 + 64 * 64 * 3));
 }
 
 TEST(Budget, RefusesStagingBeyondWhatIsAvailable) {
