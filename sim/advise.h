@@ -1,7 +1,8 @@
 // Advise: the cheapest changes to a scenario that reach a target GPU idle, found with the
 // simulator (`stallscope advise`).
 //
-// The space: knobs of the loader (prefetch doubled up to six times, workers), the cache (a RAM
+// The space: knobs of the loader (prefetch doubled up to six times, workers, io_depth for a
+// directory, jpeg-decode normalized on the device), the cache (a RAM
 // tier of a quarter, half or all of the dataset, or a larger one than the scenario has;
 // fill-once for a tier under another policy; a distributed tier across nodes), the storage
 // (bandwidth ×1.5, ×2, ×4: faster storage), checkpoints (sync → async, then every ×2, ×4),
@@ -64,8 +65,8 @@ struct AdviseOptions {
   std::string variant;         // resolved with the file's sets
   std::vector<Override> sets;  // --set, applied under every point
   double target_idle = 0.05;   // reach idle <= this
-  // Knob names to search (prefetch, workers, io_depth, ram, policy, distributed, bandwidth,
-  // checkpoint, cores, nic); empty = all that apply.
+  // Knob names to search (prefetch, workers, io_depth, normalize_on, ram, policy,
+  // distributed, bandwidth, checkpoint, cores, nic); empty = all that apply.
   std::vector<std::string> knobs;
   uint32_t max_simulations = 0;  // 0 = 10% of the space, at least 20
   uint32_t threads = 0;          // simulations side by side; 0 = one per core

@@ -140,6 +140,19 @@ std::vector<Knob> KnobsOf(const Scenario& s, uint64_t dataset_bytes) {
     }
     knobs.push_back(k);
   }
+  if (s.loader.preprocess.kind == PreprocessKind::kJpegDecode &&
+      s.loader.preprocess.normalize_on == NormalizeOn::kHost) {
+    // The decode's normalization on the GPU, as DALI's crop-mirror-normalize: the workers
+    // hand over the crop's uint8 pixels (the node's jpeg_decode_device rate). The whole
+    // preprocess map is set: a scenario may give it as a single value.
+    const PreprocessOptions& p = s.loader.preprocess;
+    Knob k{"normalize_on"};
+    Rung(k, "loader.preprocess",
+         fmt::format("{{kind: jpeg-decode, cost: {:.9f}s, size: {}, normalize_on: device}}", p.cost,
+                     p.image_size),
+         "jpeg-decode normalized on the device (the workers hand over uint8 pixels)");
+    knobs.push_back(k);
+  }
   if (s.storage.kind == StorageKind::kDirectory) {
     // A directory's reads in flight are the loader's (a simulated storage's are its own
     // max_inflight): deeper hides the disk's latency.

@@ -196,6 +196,24 @@ TEST(Advise, CpuWorkIsAbsorbedByWorkersWithinTheCores) {
        0.05, "loader.workers"});
 }
 
+TEST(Advise, JpegDecodeOnTooFewCoresIsNormalizedOnTheDevice) {
+  // 16 samples of 16 KiB a 20 ms step: 13.1 MB/s of JPEG. 4 cores decode and normalize 3 MB/s
+  // each (12 MB/s: preprocess-bound, about 8% idle); decoding only, with the normalization on
+  // the device, 4 MB/s each (16 MB/s). More workers find no cores; more cores need more
+  // workers too (two knobs). The one-knob answer is the device.
+  const std::string top =
+      Check({"jpeg",
+             "name: advise\n"
+             "dataset: {samples: 320, sample_size: 16KiB}\n"
+             "gpu: {device: emulated, step_time: 20ms}\n"
+             "storage: {kind: simulated, bandwidth: 100MB/s}\n"
+             "loader: {batch_size: 16, prefetch: 4, workers: 4, preprocess: jpeg-decode}\n"
+             "cluster: {node: {cores: 4, jpeg_decode: 3MB/s, jpeg_decode_device: 4MB/s}}\n"
+             "run: {epochs: 2}\n",
+             0.05, "loader.preprocess", /*whole=*/true});
+  EXPECT_NE(top.find("normalized on the device"), std::string::npos) << top;
+}
+
 TEST(Advise, StorageAtAQuarterOfTheDemandNeedsTheWholeDatasetCachedOrFasterStorage) {
   // 3.3 MB/s against 13 MB/s: epoch 0 idles 75% whatever happens; over 8 epochs a cache of
   // the whole dataset makes the later epochs fed (idle ~27% in all), as does storage 4x faster.

@@ -218,8 +218,9 @@ CLI::App* AddAdvise(CLI::App& app, AdviseCommandOptions& ao) {
   cmd->add_option("--au", ao.au, "Target accelerator utilization, in (0, 1), e.g. 0.9");
   cmd->add_option("--idle", ao.idle, "Target GPU idle fraction, in (0, 1), e.g. 0.05");
   cmd->add_option("--knob", ao.knobs,
-                  "Search only these knobs: prefetch, workers, io_depth (a directory), ram, "
-                  "policy, distributed, bandwidth, checkpoint, cores, nic");
+                  "Search only these knobs: prefetch, workers, io_depth (a directory), "
+                  "normalize_on (jpeg-decode), ram, policy, distributed, bandwidth, checkpoint, "
+                  "cores, nic");
   cmd->add_option("--max-simulations", ao.max_simulations,
                   "At most this many simulations (default: 10% of the space, at least 20)");
   cmd->add_option("--top", ao.top, "Changes printed")->capture_default_str();
