@@ -278,8 +278,6 @@ TEST(TrainingKernels, SoftmaxAndReluBackwardMatchTheirDefinitions) {
   }
 }
 
-// The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both
-// layouts, on a shape that is not a multiple of the 32×32 tile.
 // normalize_on: device: the first kernel of a step normalizes rows of a JPEG crop's pixels
 // (DecodeJpegCrop) into the very input that the host's floats (DecodeJpegSample) give, bit for
 // bit, at the native scale; and the rows' padding and the columns past the image stay zero.
@@ -335,6 +333,8 @@ TEST(TrainingKernels, GatherInputNormalizesPixelsAsTheHostDoes) {
   EXPECT_NE(a[5], a[kValues / 2]) << "a real image, not a constant";
 }
 
+// The bf16 conversion of the rung-9 operands: every element rounded to nearest even, in both
+// layouts, on a shape that is not a multiple of the 32×32 tile.
 TEST(TrainingKernels, ToBf16MatrixRoundsInBothLayouts) {
   REQUIRE_GPU();
   const int rows = 70, cols = 100;
