@@ -189,7 +189,7 @@ int CalibrateCommand(const CalibrateCommandOptions& o) {
       const auto it = m.spread.find(r.key);
       if (it == m.spread.end()) continue;
       const double v = m.node.*(r.field);
-      std::fprintf(stderr, "  %-17s %14s  spread %5.1f%%\n", r.key,
+      std::fprintf(stderr, "  %-18s %14s  spread %5.1f%%\n", r.key,
                    IsFactor(r) ? fmt::format("{:.3f}x", v).c_str() : FormatRate(v).c_str(),
                    it->second * 100);
     }

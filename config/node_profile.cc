@@ -15,7 +15,7 @@ using config::Section;
 // Reads the node's keys present in `s` over `node`; with `require`, every key must be there.
 void ReadNodeKeys(Section& s, const YAML::Node& raw, NodeOptions& node, bool require) {
   auto need = [&](const char* key) {
-    if (require && !(raw.IsMap() && raw[key].IsDefined())) {
+    if (require && !(raw.IsDefined() && raw.IsMap() && raw[key].IsDefined())) {
       s.ctx().Fail(raw, s.Path(key),
                    "missing: a profile names every rate (`stallscope calibrate -o FILE` writes "
                    "a complete one)");
@@ -33,7 +33,9 @@ void ReadNodeKeys(Section& s, const YAML::Node& raw, NodeOptions& node, bool req
     v = s.Rate(r.key, v, /*positive=*/true);
   }
   // Written before jpeg_decode_device existed: the decode is most of the work either way.
-  if (raw.IsMap() && raw["jpeg_decode"].IsDefined() && !raw["jpeg_decode_device"].IsDefined()) {
+  // (`raw` is an invalid node where the scenario has no such section.)
+  if (raw.IsDefined() && raw.IsMap() && raw["jpeg_decode"].IsDefined() &&
+      !raw["jpeg_decode_device"].IsDefined()) {
     node.jpeg_decode_device = node.jpeg_decode;
   }
   need("memory");
@@ -142,8 +144,7 @@ void ReadNodeSection(Section s, NodeOptions& node) {
   const std::string source = node.source;
   const NodeOptions before = node;
   // (The section itself, for the keys a scenario sets over the profile or the defaults.)
-  YAML::Node none(YAML::NodeType::Map);
-  ReadNodeKeys(s, none, node, false);
+  ReadNodeKeys(s, s.node(), node, false);
   s.Finish();
   NodeOptions same = node;
   same.source = before.source;

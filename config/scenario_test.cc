@@ -109,6 +109,23 @@ TEST(Scenario, IoSliceDefaultsTo100usAndZeroLeavesTheKernels) {
   EXPECT_DOUBLE_EQ(slice("loader: {io_slice: 2ms}\n"), 2e-3);
 }
 
+// A scenario (or --set) that gives the node's jpeg_decode rate and not jpeg_decode_device
+// decodes at that rate with the normalization on the device too; given, each stands.
+TEST(Scenario, JpegDecodeDeviceFollowsJpegDecodeUnlessGiven) {
+  auto node = [](const std::string& yaml, const std::vector<std::string>& sets = {}) {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(ParseSetArgument(s));
+    return ScenarioFile::Parse(yaml, "s.yaml").Resolve("base", o).cluster.node;
+  };
+  EXPECT_DOUBLE_EQ(node("cluster: {node: {jpeg_decode: 3MB/s}}\n").jpeg_decode_device, 3e6);
+  EXPECT_DOUBLE_EQ(node("name: t\n", {"cluster.node.jpeg_decode=7MB/s"}).jpeg_decode_device, 7e6);
+  const NodeOptions both =
+      node("cluster: {node: {jpeg_decode: 3MB/s, jpeg_decode_device: 4MB/s}}\n");
+  EXPECT_DOUBLE_EQ(both.jpeg_decode, 3e6);
+  EXPECT_DOUBLE_EQ(both.jpeg_decode_device, 4e6);
+  EXPECT_DOUBLE_EQ(node("name: t\n").jpeg_decode_device, NodeOptions{}.jpeg_decode_device);
+}
+
 TEST(Scenario, BadUnitIsNamed) {
   ExpectError("storage:\n  bandwidth: 400MB\n",
               "s.yaml:2:14: storage.bandwidth: expected a rate such as 400MB/s");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "base/clock.h"
@@ -137,7 +138,7 @@ bool DecodeJpegCrop(JpegDecoder& decoder, RgbImage& img, const std::byte* data, 
     return true;
   }
   Resample(img, crop, size, [&](int y, int x, int c, float v) {
-    out[y * row_bytes + x * 3 + c] = static_cast<uint8_t>(std::min(v + 0.5f, 255.0f));
+    out[y * row_bytes + x * 3 + c] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
   });
   return true;
 }
